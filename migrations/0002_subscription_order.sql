@@ -1,0 +1,1 @@
+ALTER TABLE "webhook_subscriptions" ADD COLUMN "position" integer DEFAULT 0 NOT NULL;

@@ -1,0 +1,96 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { AdminOrganization, WebUser } from "../web/members.js";
+import { type PageData, PageError, renderPage } from "../web/pages.js";
+
+/** Who is using the admin area, and for which organisation (one they administer). */
+export type AdminContext = {
+  user: WebUser;
+  organization: AdminOrganization;
+  organizations: AdminOrganization[];
+};
+
+declare module "fastify" {
+  interface FastifyRequest {
+    adminContext: AdminContext | null;
+  }
+}
+
+export type AdminSection = "overview" | "tokens" | "apps" | "connections" | "webhooks";
+
+export function adminContextOf(request: FastifyRequest): AdminContext {
+  if (request.adminContext === null) throw new Error("admin route reached without its context");
+  return request.adminContext;
+}
+
+/** `2026-03-01 09:30 UTC`: one unambiguous format for every time the admin pages show. */
+export function formatTime(value: Date | string | null): string {
+  if (value === null) return "";
+  const iso = (typeof value === "string" ? new Date(value) : value).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
+}
+
+/** Renders an admin page with the organisation's navigation. */
+export function renderAdminPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  section: AdminSection,
+  template: string,
+  data: PageData,
+  status = 200,
+) {
+  const context = adminContextOf(request);
+  return renderPage(
+    request,
+    reply,
+    template,
+    {
+      ...data,
+      section,
+      organization: context.organization,
+      organizations: context.organizations,
+      base: `/admin/${context.organization.slug}`,
+      formatTime,
+    },
+    status,
+  );
+}
+
+/** Where a section's list lives, for the redirect after a change. */
+export function sectionPath(request: FastifyRequest, section: Exclude<AdminSection, "overview">) {
+  return `/admin/${adminContextOf(request).organization.slug}/${section}`;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A path id that cannot be one of ours names nothing: the same 404 as an unknown one. */
+export function pathId(request: FastifyRequest, name = "id"): string {
+  const value = (request.params as Record<string, string | undefined>)[name];
+  if (value === undefined || !UUID.test(value)) {
+    throw new PageError(404, "Not found", "There is nothing at this address.");
+  }
+  return value;
+}
+
+function formValue(request: FastifyRequest, name: string): unknown {
+  const body = request.body;
+  return body !== null && typeof body === "object"
+    ? (body as Record<string, unknown>)[name]
+    : undefined;
+}
+
+/** A single-valued form field ("" when absent); a repeated one is refused. */
+export function formField(request: FastifyRequest, name: string): string {
+  const value = formValue(request, name);
+  if (Array.isArray(value)) {
+    throw new PageError(400, "Request not accepted", `The form sent ${name} more than once.`);
+  }
+  return typeof value === "string" ? value : "";
+}
+
+/** A multi-valued form field (checkboxes): one value arrives as a string, several as an array. */
+export function formList(request: FastifyRequest, name: string): string[] {
+  const value = formValue(request, name);
+  if (Array.isArray(value))
+    return value.filter((entry): entry is string => typeof entry === "string");
+  return typeof value === "string" && value !== "" ? [value] : [];
+}

@@ -1,0 +1,88 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { allScopes, isScope, type Scope, scopeDescriptions } from "../http/scopes.js";
+import { createToken } from "../modules/tokens/service.js";
+import { leaveNotice } from "../web/pages.js";
+import {
+  adminContextOf,
+  formField,
+  formList,
+  pathId,
+  renderAdminPage,
+  sectionPath,
+} from "./context.js";
+import { listMintedTokens, revokeMintedToken } from "./tokens.js";
+
+/** The expiries the mint form offers, in days; empty means the token does not expire. */
+const EXPIRY_DAYS = ["", "1", "7", "30", "90", "365"] as const;
+const MAX_NAME_LENGTH = 100;
+
+const scopeChoices = allScopes.map((scope) => ({ scope, description: scopeDescriptions[scope] }));
+
+type MintForm = { name: string; scopes: string[]; expiresInDays: string };
+
+async function renderTokenList(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  form: MintForm = { name: "", scopes: [], expiresInDays: "" },
+  error: string | null = null,
+) {
+  const { organization } = adminContextOf(request);
+  const tokens = await listMintedTokens(request.server.db, organization.id);
+  return renderAdminPage(
+    request,
+    reply,
+    "tokens",
+    "admin/tokens",
+    { title: "API tokens", tokens, scopeChoices, expiryDays: EXPIRY_DAYS, form, error },
+    error === null ? 200 : 400,
+  );
+}
+
+function checkMintForm(form: MintForm): string | null {
+  if (form.name.length > MAX_NAME_LENGTH)
+    return `The name may have at most ${MAX_NAME_LENGTH} characters.`;
+  if (form.scopes.length === 0) return "Choose at least one scope.";
+  const unknown = form.scopes.filter((scope) => !isScope(scope));
+  if (unknown.length > 0) return `Unknown scope: ${unknown.join(", ")}.`;
+  if (!(EXPIRY_DAYS as readonly string[]).includes(form.expiresInDays))
+    return "Choose an expiry from the list.";
+  return null;
+}
+
+/** Tokens: list with scopes, creator and last use; mint (shown once); revoke. */
+export async function tokenPages(app: FastifyInstance) {
+  app.get("/:org/tokens", async (request, reply) => renderTokenList(request, reply));
+
+  app.post("/:org/tokens", async (request, reply) => {
+    const { organization, user } = adminContextOf(request);
+    const form: MintForm = {
+      name: formField(request, "name").trim(),
+      scopes: formList(request, "scopes"),
+      expiresInDays: formField(request, "expires_in_days"),
+    };
+    const error = checkMintForm(form);
+    if (error !== null) return renderTokenList(request, reply, form, error);
+    const days = form.expiresInDays === "" ? null : Number(form.expiresInDays);
+    const created = await createToken(app.db, {
+      organizationId: organization.id,
+      userId: user.id,
+      scopes: allScopes.filter((scope): scope is Scope => form.scopes.includes(scope)),
+      expiresAt: days === null ? null : new Date(Date.now() + days * 86_400_000),
+      name: form.name === "" ? null : form.name,
+    });
+    return renderAdminPage(request, reply, "tokens", "admin/token-created", {
+      title: "Token created",
+      token: created.token,
+      scopes: created.scopes,
+      expiresAt: created.expiresAt,
+      name: form.name,
+    });
+  });
+
+  app.post("/:org/tokens/:id/revoke", async (request, reply) => {
+    const { organization } = adminContextOf(request);
+    const revoked = await revokeMintedToken(app.db, organization.id, pathId(request));
+    leaveNotice(request, revoked ? "Token revoked." : "That token was already revoked.");
+    return reply.redirect(sectionPath(request, "tokens"), 303);
+  });
+}

@@ -1,0 +1,126 @@
+import swagger from "@fastify/swagger";
+import apiReference from "@scalar/fastify-api-reference";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import type { Redis } from "ioredis";
+import type { Logger } from "pino";
+import { adminRoutes } from "./admin/routes.js";
+import type { Config } from "./config.js";
+import type { Database, Db } from "./db/client.js";
+import { registerBearerAuth } from "./http/auth.js";
+import { failure, registerErrorHandler } from "./http/error-handler.js";
+import { NotFound } from "./http/errors.js";
+import { registerHealthRoutes } from "./http/health.js";
+import { API_PREFIX, openApiOptions } from "./http/openapi.js";
+import { registerRateLimit } from "./http/rate-limit.js";
+import { requestIdOf } from "./http/request-id.js";
+import { deferNotFoundForImpossibleIds } from "./http/unknown-ids.js";
+import { moduleRoutes } from "./modules/routes.js";
+import { authorizeRoutes } from "./oauth/authorize-routes.js";
+import { oauthMetadataRoutes } from "./oauth/metadata-routes.js";
+import { oauthTokenRoutes } from "./oauth/token-routes.js";
+import type { JobQueue } from "./queue/queue.js";
+import { registerBrowserPlumbing } from "./web/browser-scope.js";
+import { signInRoutes } from "./web/sign-in-routes.js";
+import type { WorkspaceJobs } from "./worker.js";
+
+export type AppDependencies = {
+  config: Config;
+  database: Database;
+  logger: Logger;
+  /** Where requests hand work to the worker (webhook pings, redeliveries). */
+  queue: JobQueue<WorkspaceJobs>;
+  /** Shared rate-limit budget across instances; absent in embedded mode. */
+  redis?: Redis;
+};
+
+declare module "fastify" {
+  interface FastifyInstance {
+    db: Db;
+    queue: JobQueue<WorkspaceJobs>;
+    config: Config;
+  }
+}
+
+async function registerApi(app: FastifyInstance, deps: AppDependencies): Promise<void> {
+  registerErrorHandler(app, deps.config.bodyLimitBytes);
+  deferNotFoundForImpossibleIds(app);
+  // Bodies are JSON (spec, "Endpoints"); anything else is refused as a wrong Content-Type.
+  app.removeContentTypeParser("text/plain");
+  await registerRateLimit(app, deps.config, deps.redis);
+  registerBearerAuth(app, deps.database.db);
+  app.setNotFoundHandler({ preHandler: app.rateLimit() }, async () => {
+    throw new NotFound("No such endpoint");
+  });
+  app.get("/openapi.json", { config: { access: "public" }, schema: { hide: true } }, async () =>
+    app.swagger(),
+  );
+  // Absolute addresses (under PUBLIC_URL's own path), so the page works at /docs as at /docs/.
+  const apiBase = `${new URL(deps.config.publicUrl).pathname.replace(/\/$/, "")}${API_PREFIX}`;
+  await app.register(apiReference, {
+    routePrefix: "/docs",
+    configuration: {
+      url: `${apiBase}/openapi.json`,
+      cdn: `${apiBase}/docs/js/scalar.js`,
+      title: "Workspace API reference",
+    },
+  });
+  for (const routes of moduleRoutes) await app.register(routes);
+  await app.register(oauthTokenRoutes, { config: deps.config });
+}
+
+/** Sign-in, OAuth consent and the admin area: one scope with sessions, CSRF and templates. */
+async function registerBrowserPages(app: FastifyInstance, deps: AppDependencies): Promise<void> {
+  await registerBrowserPlumbing(app, deps.config);
+  await app.register(signInRoutes, { config: deps.config });
+  await app.register(authorizeRoutes, { config: deps.config });
+  await app.register(adminRoutes, { config: deps.config, prefix: "/admin" });
+}
+
+/** A path that cannot even be decoded still gets the API's envelope. */
+function answerUnroutableRequest(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  request.log.info({ err: error }, "request refused before routing");
+  const body = failure("invalid_request", "The request URL is malformed");
+  reply.header("X-Request-Id", request.id);
+  reply.code(400).send(request.url.startsWith(API_PREFIX) ? body : { error: body.message });
+}
+
+export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
+  const loggerInstance: FastifyBaseLogger = deps.logger;
+  const app = Fastify({
+    loggerInstance,
+    bodyLimit: deps.config.bodyLimitBytes,
+    genReqId: requestIdOf,
+    frameworkErrors: answerUnroutableRequest,
+    // The reference is served at /api/v1/docs itself, not only behind a redirect to /docs/.
+    rewriteUrl: (request) =>
+      request.url === `${API_PREFIX}/docs` ? `${API_PREFIX}/docs/` : (request.url ?? "/"),
+    trustProxy: deps.config.isProduction,
+  });
+  app.decorate("db", deps.database.db);
+  app.decorate("queue", deps.queue);
+  app.decorate("config", deps.config);
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.addHook("onRequest", async (request, reply) => {
+    reply.header("X-Request-Id", request.id);
+  });
+
+  await app.register(swagger, openApiOptions(deps.config));
+
+  registerHealthRoutes(app, deps.database, deps.redis);
+  await app.register((api) => registerApi(api, deps), { prefix: API_PREFIX });
+  await app.register(oauthMetadataRoutes, { config: deps.config });
+  await app.register((browser) => registerBrowserPages(browser, deps));
+  return app;
+}

@@ -1,0 +1,99 @@
+import type { Db } from "../../db/client.js";
+import { findOrganizationBySlug } from "../../modules/users/service.js";
+import { createOAuthClient } from "../../oauth/clients.js";
+import { listGrantsConnectedTo, revokeGrant } from "../../oauth/grants.js";
+import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
+import { CliError, UsageError } from "../cli-error.js";
+import { withDatabase } from "../context.js";
+import { printJson, printLine } from "../output.js";
+
+async function requireOrganizationId(db: Db, slug: string): Promise<string> {
+  const organization = await findOrganizationBySlug(db, slug);
+  if (organization === null) throw new CliError(`No organization with slug ${slug}`);
+  return organization.id;
+}
+
+/** `svc oauth-client create`: registers an addon of the developer organisation. */
+async function createClient(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, {
+    org: { type: "string" },
+    name: { type: "string" },
+    "redirect-uri": { type: "string", multiple: true },
+    public: { type: "boolean" },
+    json: { type: "boolean" },
+  });
+  const orgSlug = requireOption(values.org, "org");
+  const name = requireOption(values.name, "name");
+  const redirectUris = values["redirect-uri"] ?? [];
+  if (redirectUris.length === 0)
+    throw new UsageError("--redirect-uri is required (repeat it for several)");
+  const isPublic = values.public ?? false;
+  const created = await withDatabase(async (db) =>
+    createOAuthClient(db, {
+      organizationId: await requireOrganizationId(db, orgSlug),
+      name,
+      redirectUris,
+      isPublic,
+    }),
+  );
+  if (values.json) {
+    return printJson(
+      created.clientSecret === null
+        ? { clientId: created.clientId }
+        : { clientId: created.clientId, clientSecret: created.clientSecret },
+    );
+  }
+  printLine(`OAuth client ${created.clientId} registered for ${orgSlug}.`);
+  if (created.clientSecret === null) {
+    printLine("Public client: no secret; it must use PKCE (S256).");
+  } else {
+    printLine(`Client secret (shown once): ${created.clientSecret}`);
+  }
+}
+
+export async function oauthClientCommand(args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  if (action === "create") return createClient(rest);
+  throw new UsageError("oauth-client needs create");
+}
+
+/** `svc grant list`: the addons connected to an organisation. */
+async function listGrants(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { org: { type: "string" }, json: { type: "boolean" } });
+  const orgSlug = requireOption(values.org, "org");
+  const grants = await withDatabase(async (db) =>
+    listGrantsConnectedTo(db, await requireOrganizationId(db, orgSlug)),
+  );
+  const printed = grants.map((grant) => ({
+    id: grant.id,
+    clientId: grant.clientId,
+    clientName: grant.clientName,
+    scopes: grant.scopes,
+    createdAt: grant.createdAt.toISOString(),
+    revokedAt: grant.revokedAt?.toISOString() ?? null,
+  }));
+  if (values.json) return printJson(printed);
+  if (printed.length === 0) return printLine(`No addon is connected to ${orgSlug}.`);
+  for (const grant of printed) {
+    const status = grant.revokedAt === null ? "live" : `revoked ${grant.revokedAt}`;
+    printLine(
+      `${grant.id}  ${grant.clientName} (${grant.clientId})  ${grant.scopes.join(" ")}  ${status}`,
+    );
+  }
+}
+
+/** `svc grant revoke`: the grant and every token it issued stop working at once. */
+async function revoke(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { id: { type: "string" } });
+  const id = requireIdOption(values.id, "id", "a grant");
+  const revoked = await withDatabase((db) => revokeGrant(db, id));
+  if (!revoked) throw new CliError(`No live grant with id ${id}`);
+  printLine(`Grant ${id} revoked; every token it issued is refused from now on.`);
+}
+
+export async function grantCommand(args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  if (action === "list") return listGrants(rest);
+  if (action === "revoke") return revoke(rest);
+  throw new UsageError("grant needs list or revoke");
+}

@@ -1,0 +1,56 @@
+import { addUser, removeMember } from "../../modules/users/service.js";
+import { parseCommandArgs, requireOption } from "../args.js";
+import { UsageError } from "../cli-error.js";
+import { withDatabase } from "../context.js";
+import { printJson, printLine } from "../output.js";
+
+const ROLES = ["admin", "member"] as const;
+type Role = (typeof ROLES)[number];
+
+function parseRole(value: string | undefined): Role {
+  const role = requireOption(value, "role");
+  if (!ROLES.includes(role as Role)) throw new UsageError("--role must be admin or member");
+  return role as Role;
+}
+
+async function add(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, {
+    org: { type: "string" },
+    email: { type: "string" },
+    name: { type: "string" },
+    role: { type: "string" },
+    password: { type: "string" },
+    json: { type: "boolean" },
+  });
+  const input = {
+    orgSlug: requireOption(values.org, "org"),
+    email: requireOption(values.email, "email"),
+    name: requireOption(values.name, "name"),
+    role: parseRole(values.role),
+    password: values.password,
+  };
+  const user = await withDatabase((db) => addUser(db, input));
+  if (values.json) return printJson(user);
+  printLine(
+    `${user.email} is ${user.role === "admin" ? "an admin" : "a member"} of ${input.orgSlug} (user ${user.id}).`,
+  );
+}
+
+async function remove(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { org: { type: "string" }, email: { type: "string" } });
+  const input = {
+    orgSlug: requireOption(values.org, "org"),
+    email: requireOption(values.email, "email"),
+  };
+  await withDatabase((db) => removeMember(db, input));
+  printLine(
+    `${input.email} is no longer a member of ${input.orgSlug}; their tokens can only read now.`,
+  );
+}
+
+export async function userCommand(args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  if (action === "add") return add(rest);
+  if (action === "remove") return remove(rest);
+  throw new UsageError("user needs add or remove");
+}

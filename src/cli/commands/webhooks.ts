@@ -1,0 +1,182 @@
+import type { Config } from "../../config.js";
+import type { Db } from "../../db/client.js";
+import { createLogger } from "../../logger.js";
+import { findOrganizationBySlug } from "../../modules/users/service.js";
+import { type AttemptReport, attemptDelivery, type DeliveryDeps } from "../../webhooks/delivery.js";
+import { claimRetryPass } from "../../webhooks/retry-pass.js";
+import {
+  createWebhook,
+  findDelivery,
+  listDeliveries,
+  listWebhooks,
+  setWebhookEnabled,
+} from "../../webhooks/service.js";
+import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
+import { CliError, UsageError } from "../cli-error.js";
+import { withDatabase } from "../context.js";
+import { printJson, printLine } from "../output.js";
+
+async function organizationId(db: Db, slug: string): Promise<string> {
+  const organization = await findOrganizationBySlug(db, slug);
+  if (organization === null) throw new CliError(`No organization with slug ${slug}`);
+  return organization.id;
+}
+
+function deliveryDeps(db: Db, config: Config): DeliveryDeps {
+  return { db, config, logger: createLogger(config.logLevel) };
+}
+
+function describeAttempt(report: AttemptReport): string {
+  const { outcome } = report;
+  const result = outcome.ok ? `delivered (HTTP ${outcome.statusCode})` : `failed: ${outcome.error}`;
+  return `${report.deliveryId}: ${result}; now ${report.status}`;
+}
+
+async function create(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, {
+    org: { type: "string" },
+    url: { type: "string" },
+    events: { type: "string" },
+    json: { type: "boolean" },
+  });
+  const orgSlug = requireOption(values.org, "org");
+  const url = requireOption(values.url, "url");
+  const events = requireOption(values.events, "events")
+    .split(",")
+    .map((type) => type.trim());
+  const created = await withDatabase(async (db, config) =>
+    createWebhook(
+      db,
+      { secretKey: config.secretKey, production: config.isProduction },
+      { organizationId: await organizationId(db, orgSlug), url, events },
+    ),
+  );
+  if (values.json) return printJson(created);
+  printLine(`Webhook ${created.id} registered. Signing secret (shown once): ${created.secret}`);
+}
+
+async function list(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { org: { type: "string" }, json: { type: "boolean" } });
+  const orgSlug = requireOption(values.org, "org");
+  const webhooks = await withDatabase(async (db) =>
+    listWebhooks(db, await organizationId(db, orgSlug)),
+  );
+  if (values.json) {
+    return printJson(
+      webhooks.map(({ id, url, events, enabled }) => ({ id, url, events, enabled })),
+    );
+  }
+  for (const webhook of webhooks) {
+    const state = webhook.enabled
+      ? "enabled"
+      : `disabled (${webhook.disabledReason ?? "by an admin"})`;
+    printLine(`${webhook.id}  ${webhook.url}  ${state}  ${webhook.events.join(",")}`);
+  }
+}
+
+async function toggle(args: string[], enabled: boolean): Promise<void> {
+  const { values } = parseCommandArgs(args, { id: { type: "string" }, json: { type: "boolean" } });
+  const id = requireIdOption(values.id, "id", "a webhook");
+  await withDatabase((db) => setWebhookEnabled(db, { id, enabled }));
+  if (values.json) return printJson({ id, enabled });
+  printLine(`Webhook ${id} ${enabled ? "enabled" : "disabled"}.`);
+}
+
+async function deliveries(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { id: { type: "string" }, json: { type: "boolean" } });
+  const webhookId = requireIdOption(values.id, "id", "a webhook");
+  const rows = await withDatabase((db) => listDeliveries(db, { webhookId }));
+  if (values.json) {
+    return printJson(
+      rows.map(({ id, eventId, type, status, attempts }) => ({
+        id,
+        eventId,
+        type,
+        status,
+        attempts,
+      })),
+    );
+  }
+  for (const row of rows) {
+    const last = row.lastStatusCode ?? row.lastError ?? "not attempted";
+    printLine(
+      `${row.id}  event ${row.eventId}  ${row.type}  ${row.status}  attempts ${row.attempts}  last: ${last}`,
+    );
+  }
+}
+
+/** Sends now, with the same code as the worker: same delivery id, fresh timestamp and signature. */
+async function redeliver(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, {
+    delivery: { type: "string" },
+    json: { type: "boolean" },
+  });
+  const deliveryId = requireIdOption(values.delivery, "delivery", "a delivery");
+  const report = await withDatabase(async (db, config) => {
+    await findDelivery(db, deliveryId);
+    return attemptDelivery(deliveryDeps(db, config), deliveryId, "manual");
+  });
+  if (report === null) throw new CliError(`Delivery ${deliveryId} could not be attempted`);
+  if (values.json)
+    return printJson({
+      id: deliveryId,
+      status: report.status,
+      statusCode: report.outcome.statusCode,
+      error: report.outcome.error,
+    });
+  printLine(describeAttempt(report));
+}
+
+const PASS_CONCURRENCY = 5;
+
+/** The daily pass, now: claims in Postgres, then attempts each delivery, a few at a time. */
+async function retryFailed(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { json: { type: "boolean" } });
+  const reports = await withDatabase(async (db, config) => {
+    const claimed = await claimRetryPass(db, config.webhooks.retryPasses);
+    const deps = deliveryDeps(db, config);
+    const done: AttemptReport[] = [];
+    for (let start = 0; start < claimed.length; start += PASS_CONCURRENCY) {
+      const batch = claimed.slice(start, start + PASS_CONCURRENCY);
+      const attempted = await Promise.all(batch.map(({ id }) => attemptDelivery(deps, id, "pass")));
+      done.push(...attempted.filter((report): report is AttemptReport => report !== null));
+    }
+    return done;
+  });
+  if (values.json) {
+    return printJson(
+      reports.map((report) => ({
+        id: report.deliveryId,
+        status: report.status,
+        statusCode: report.outcome.statusCode,
+        error: report.outcome.error,
+      })),
+    );
+  }
+  printLine(`Retried ${reports.length} deliveries.`);
+  for (const report of reports) printLine(`  ${describeAttempt(report)}`);
+}
+
+export async function webhookCommand(args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  switch (action) {
+    case "create":
+      return create(rest);
+    case "list":
+      return list(rest);
+    case "enable":
+      return toggle(rest, true);
+    case "disable":
+      return toggle(rest, false);
+    case "deliveries":
+      return deliveries(rest);
+    case "redeliver":
+      return redeliver(rest);
+    case "retry-failed":
+      return retryFailed(rest);
+    default:
+      throw new UsageError(
+        "webhook needs create, list, enable, disable, deliveries, redeliver or retry-failed",
+      );
+  }
+}

@@ -1,0 +1,28 @@
+import { type Config, loadConfig } from "../config.js";
+import type { Db } from "../db/client.js";
+import { createLogger } from "../logger.js";
+import { openDatabase } from "../runtime.js";
+
+export function cliConfig(): Config {
+  return loadConfig();
+}
+
+/** Opens the configured database, applies pending migrations as `npm start` does, then runs. */
+export async function withDatabase<T>(
+  action: (db: Db, config: Config) => Promise<T>,
+  options: { forceMigrate?: boolean } = {},
+): Promise<T> {
+  const config = cliConfig();
+  const { database, release } = await openDatabase(config);
+  try {
+    if (config.migrateOnStart || options.forceMigrate) await database.migrate();
+    return await action(database.db, config);
+  } finally {
+    await database.close();
+    release();
+  }
+}
+
+export function cliLogger(config: Config) {
+  return createLogger(config.logLevel);
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+import { ConfigError } from "../config.js";
+import { EmbeddedDatabaseBusy } from "../db/embedded-lock.js";
+import { ApiError } from "../http/errors.js";
+import { CliError } from "./cli-error.js";
+import { demoCommand, importCommand, migrateCommand } from "./commands/database.js";
+import { grantCommand, oauthClientCommand } from "./commands/oauth.js";
+import { componentCommand, specCommand } from "./commands/publish.js";
+import { serveCommand, startCommand, workerCommand } from "./commands/run.js";
+import { tokenCommand } from "./commands/tokens.js";
+import { transcriptCommand } from "./commands/transcripts.js";
+import { userCommand } from "./commands/users.js";
+import { webhookCommand } from "./commands/webhooks.js";
+
+const USAGE = `Usage: svc <command>
+
+  start                       API and webhook worker in one process
+  serve                       API only
+  worker                      webhook worker only
+  migrate                     apply pending database migrations
+  demo [--json]               seed the demo workspace (idempotent)
+  import FILE [--json]        import a workspace document in one transaction
+  user add --org SLUG --email E --name N --role admin|member [--password P] [--json]
+  user remove --org SLUG --email E
+  token create --org SLUG --user EMAIL --scopes SCOPE,SCOPE,...|all [--expires-in DURATION] [--name N] [--json]
+  token revoke --id ID
+  transcript set --meeting ID --text-file F [--notes-file F] [--status S] [--json]
+  oauth-client create --org SLUG --name NAME --redirect-uri URI [--redirect-uri URI ...] [--public] [--json]
+  grant list --org SLUG [--json]
+  grant revoke --id ID
+  spec publish --org SLUG --project SLUG --spec SLUG --version V --value JSON [--json]
+  component publish --org SLUG --project SLUG --component SLUG --version V --lifecycle-stage S --health ok|stale|under-rated|blocked [--json]
+  webhook create --org SLUG --url URL --events TYPE,TYPE,...|all [--json]
+  webhook list --org SLUG [--json]
+  webhook enable|disable --id ID [--json]
+  webhook deliveries --id ID [--json]
+  webhook redeliver --delivery ID [--json]
+  webhook retry-failed [--json]   run the daily retry pass now
+
+Configuration comes from the environment (see README).`;
+
+const commands: Record<string, (args: string[]) => Promise<void>> = {
+  start: startCommand,
+  serve: serveCommand,
+  worker: workerCommand,
+  migrate: migrateCommand,
+  demo: demoCommand,
+  import: importCommand,
+  user: userCommand,
+  token: tokenCommand,
+  transcript: transcriptCommand,
+  "oauth-client": oauthClientCommand,
+  grant: grantCommand,
+  spec: specCommand,
+  component: componentCommand,
+  webhook: webhookCommand,
+};
+
+function refusalOf(error: unknown): { message: string; exitCode: number } | null {
+  if (error instanceof CliError) return { message: error.message, exitCode: error.exitCode };
+  if (
+    error instanceof ApiError ||
+    error instanceof ConfigError ||
+    error instanceof EmbeddedDatabaseBusy
+  ) {
+    return { message: error.message, exitCode: 1 };
+  }
+  return null;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [name, ...args] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  const command = commands[name];
+  if (command === undefined) {
+    process.stderr.write(`Unknown command: ${name}\n\n${USAGE}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  await command(args);
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  const refusal = refusalOf(error);
+  if (refusal === null) {
+    process.stderr.write(
+      `svc: unexpected failure: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+    process.exitCode = 1;
+    return;
+  }
+  process.stderr.write(`${refusal.message}\n`);
+  if (refusal.exitCode === 2) process.stderr.write(`\n${USAGE}\n`);
+  process.exitCode = refusal.exitCode;
+});

@@ -1,0 +1,169 @@
+import { randomBytes } from "node:crypto";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+
+const booleanFlag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+const positiveInt = z.coerce.number().int().positive();
+
+const envSchema = z.object({
+  NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
+  REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  DATA_DIR: z.string().min(1).default("./data"),
+  SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  OAUTH_CODE_TTL_SECONDS: positiveInt.default(600),
+  RATE_LIMIT_MAX: positiveInt.default(600),
+  RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
+  AUTH_RATE_LIMIT_MAX: positiveInt.default(10),
+  BODY_LIMIT_BYTES: positiveInt.default(1048576),
+  MIGRATE_ON_START: booleanFlag.default(true),
+  QUEUE_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+$/, "letters, digits, - and _ only")
+    .default("svc"),
+  WORKER_CONCURRENCY: positiveInt.default(5),
+  WORKER_LOCK_SECONDS: z.coerce.number().int().min(11).default(30),
+  WEBHOOK_RETRY_CRON: z.string().min(1).default("0 3 * * *"),
+  WEBHOOK_RETRY_PASSES: positiveInt.default(7),
+  WEBHOOK_QUICK_RETRIES: z
+    .string()
+    .default("1m,10m,1h")
+    .transform((value, context) => parseDurationList(value, context)),
+  WEBHOOK_AUTO_DISABLE_DAYS: positiveInt.default(5),
+  WEBHOOK_RELAY_INTERVAL_MS: positiveInt.default(1000),
+});
+
+const DURATION = /^(\d+)([smhd]?)$/;
+const SECONDS_PER_UNIT: Record<string, number> = { "": 1, s: 1, m: 60, h: 3600, d: 86400 };
+
+/** `90`, `90s`, `15m`, `12h` or `30d` → seconds; null when it is none of those. */
+export function parseDuration(input: string): number | null {
+  const match = DURATION.exec(input.trim());
+  if (match === null) return null;
+  const seconds = Number(match[1]) * (SECONDS_PER_UNIT[match[2] ?? ""] ?? 1);
+  return Number.isSafeInteger(seconds) && seconds > 0 ? seconds : null;
+}
+
+/** A comma-separated list of durations; empty means none. */
+function parseDurationList(value: string, context: z.RefinementCtx): number[] {
+  const entries = value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  const seconds = entries.map(parseDuration);
+  if (seconds.some((entry) => entry === null)) {
+    context.addIssue({ code: "custom", message: "must be durations like 1m,10m,1h (or empty)" });
+    return [];
+  }
+  return seconds as number[];
+}
+
+export type Config = {
+  nodeEnv: "development" | "production" | "test";
+  isProduction: boolean;
+  port: number;
+  host: string;
+  /** Service root, without a trailing slash; the API base is `${publicUrl}/api/v1`. */
+  publicUrl: string;
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  /** Embedded mode: PGlite under dataDir instead of DATABASE_URL. */
+  embedded: boolean;
+  dataDir: string;
+  secretKey: string;
+  logLevel: string;
+  oauthCodeTtlSeconds: number;
+  rateLimit: { max: number; windowSeconds: number };
+  authRateLimitMax: number;
+  bodyLimitBytes: number;
+  migrateOnStart: boolean;
+  /** Redis key prefix of the job queue, so deployments sharing a Redis stay apart. */
+  queuePrefix: string;
+  workerConcurrency: number;
+  /** A job's lock; must outlast one delivery attempt (10 s). */
+  workerLockSeconds: number;
+  webhooks: {
+    /** Cron pattern of the daily retry pass. */
+    retryCron: string;
+    /** Daily passes a failed delivery gets before it is exhausted. */
+    retryPasses: number;
+    /** Delays (seconds) of the quick retries before a delivery falls to the daily pass. */
+    quickRetrySeconds: number[];
+    autoDisableDays: number;
+    relayIntervalMs: number;
+  };
+};
+
+export class ConfigError extends Error {}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => `${issue.path.join(".") || "environment"}: ${issue.message}`)
+    .join("; ");
+}
+
+/**
+ * Outside production the service keeps its own secret beside the data so that encrypted webhook secrets and
+ * session cookies survive restarts without the user configuring anything.
+ */
+function localSecretKey(dataDir: string): string {
+  const file = path.join(dataDir, "secret.key");
+  mkdirSync(dataDir, { recursive: true });
+  try {
+    writeFileSync(file, `${randomBytes(32).toString("base64url")}\n`, { mode: 0o600, flag: "wx" });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+  }
+  return readFileSync(file, "utf8").trim();
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = envSchema.safeParse(
+    Object.fromEntries(Object.entries(env).filter(([, value]) => value !== "")),
+  );
+  if (!parsed.success) {
+    throw new ConfigError(`Invalid configuration: ${describeIssues(parsed.error)}`);
+  }
+  const e = parsed.data;
+  const isProduction = e.NODE_ENV === "production";
+  const embedded = e.DATABASE_URL === undefined;
+  const dataDir = path.resolve(e.DATA_DIR);
+  if (isProduction && e.SECRET_KEY === undefined) {
+    throw new ConfigError("Invalid configuration: SECRET_KEY is required in production");
+  }
+  const secretKey = e.SECRET_KEY ?? localSecretKey(dataDir);
+  const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
+  return {
+    nodeEnv: e.NODE_ENV,
+    isProduction,
+    port: e.PORT,
+    host: e.HOST,
+    publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    embedded,
+    dataDir,
+    secretKey,
+    logLevel: e.LOG_LEVEL,
+    oauthCodeTtlSeconds: e.OAUTH_CODE_TTL_SECONDS,
+    rateLimit: { max: e.RATE_LIMIT_MAX, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
+    authRateLimitMax: e.AUTH_RATE_LIMIT_MAX,
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    migrateOnStart: e.MIGRATE_ON_START,
+    queuePrefix: e.QUEUE_PREFIX,
+    workerConcurrency: e.WORKER_CONCURRENCY,
+    workerLockSeconds: e.WORKER_LOCK_SECONDS,
+    webhooks: {
+      retryCron: e.WEBHOOK_RETRY_CRON,
+      retryPasses: e.WEBHOOK_RETRY_PASSES,
+      quickRetrySeconds: e.WEBHOOK_QUICK_RETRIES,
+      autoDisableDays: e.WEBHOOK_AUTO_DISABLE_DAYS,
+      relayIntervalMs: e.WEBHOOK_RELAY_INTERVAL_MS,
+    },
+  };
+}

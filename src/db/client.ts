@@ -1,0 +1,104 @@
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { PGlite } from "@electric-sql/pglite";
+import { sql } from "drizzle-orm";
+import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
+import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from "drizzle-orm/pg-core";
+import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
+import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
+import pg from "pg";
+import * as schema from "./schema/index.js";
+
+export type Schema = typeof schema;
+/** A database handle or an open transaction: data-access functions accept either. */
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+export type Tx = PgTransaction<PgQueryResultHKT, Schema>;
+
+/** Rows of a raw `db.execute`: node-postgres and PGlite both answer with `rows`. */
+export function rowsOf<T>(result: unknown): T[] {
+  return (result as { rows: T[] }).rows;
+}
+
+export type Database = {
+  db: Db;
+  kind: "postgres" | "pglite";
+  /** Applies pending migrations; concurrent callers on Postgres wait on an advisory lock. */
+  migrate(): Promise<void>;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+};
+
+// Arbitrary constant shared by every instance of the service, so that only one of them
+// migrates at a time.
+const MIGRATION_LOCK_KEY = 727_465_101;
+
+function findMigrationsFolder(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const candidate = path.join(dir, "migrations");
+    if (existsSync(path.join(candidate, "meta", "_journal.json"))) return candidate;
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error("migrations folder not found beside the package");
+    dir = parent;
+  }
+}
+
+export type PostgresOptions = {
+  max?: number;
+  /** Sees every SQL statement the service sends (trace logging, query-count checks). */
+  onQuery?: (query: string) => void;
+};
+
+export function openPostgres(connectionString: string, options: PostgresOptions = {}): Database {
+  const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on("error", () => {});
+  const onQuery = options.onQuery;
+  const db = drizzlePg(pool, {
+    schema,
+    casing: "snake_case",
+    ...(onQuery === undefined ? {} : { logger: { logQuery: (query: string) => onQuery(query) } }),
+  });
+  return {
+    db,
+    kind: "postgres",
+    async migrate() {
+      const client = await pool.connect();
+      try {
+        await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+        try {
+          await migratePg(drizzlePg(client, { schema, casing: "snake_case" }), {
+            migrationsFolder: findMigrationsFolder(),
+          });
+        } finally {
+          await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]);
+        }
+      } finally {
+        client.release();
+      }
+    },
+    async ping() {
+      await db.execute(sql`select 1`);
+    },
+    close: () => pool.end(),
+  };
+}
+
+/** Embedded mode: one PGlite database in `dir` (or in memory when `dir` is undefined). */
+export async function openPglite(dir: string | undefined): Promise<Database> {
+  const client = dir === undefined ? new PGlite() : new PGlite(dir);
+  await client.waitReady;
+  const db = drizzlePglite(client, { schema, casing: "snake_case" });
+  return {
+    db,
+    kind: "pglite",
+    // PGlite is a single connection in this process, so there is nobody to lock out.
+    migrate: () => migratePglite(db, { migrationsFolder: findMigrationsFolder() }),
+    async ping() {
+      await db.execute(sql`select 1`);
+    },
+    close: () => client.close(),
+  };
+}

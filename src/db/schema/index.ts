@@ -1,0 +1,6 @@
+export * from "./access.js";
+export * from "./library.js";
+export * from "./organizations.js";
+export * from "./projects.js";
+export * from "./sessions.js";
+export * from "./webhooks.js";

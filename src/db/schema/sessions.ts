@@ -1,0 +1,25 @@
+import { index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+
+/** Browser sessions of members (admin area, OAuth consent); the cookie carries only the id. */
+export const sessions = pgTable(
+  "sessions",
+  {
+    id: text().primaryKey(),
+    data: jsonb().$type<Record<string, unknown>>().notNull(),
+    expiresAt: timestamp({ withTimezone: true }).notNull(),
+  },
+  (t) => [index("sessions_expires_idx").on(t.expiresAt)],
+);
+
+/**
+ * Failed sign-ins and failed OAuth client authentications, counted per client address and
+ * per account over a sliding window (AUTH_RATE_LIMIT_MAX); successes are not recorded.
+ */
+export const authFailures = pgTable(
+  "auth_failures",
+  {
+    key: text().notNull(),
+    occurredAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("auth_failures_key_idx").on(t.key, t.occurredAt)],
+);

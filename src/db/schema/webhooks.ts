@@ -1,0 +1,101 @@
+import {
+  boolean,
+  index,
+  integer,
+  pgEnum,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from "drizzle-orm/pg-core";
+import { changeEvents } from "./library.js";
+import { organizations, users } from "./organizations.js";
+
+export const deliveryStatus = pgEnum("delivery_status", [
+  "pending",
+  "delivered",
+  "failed",
+  "exhausted",
+]);
+
+export const webhooks = pgTable(
+  "webhooks",
+  {
+    id: uuid().primaryKey().defaultRandom(),
+    organizationId: uuid()
+      .notNull()
+      .references(() => organizations.id, { onDelete: "cascade" }),
+    url: text().notNull(),
+    // AES-256-GCM ciphertext of the `whsec_` secret under SECRET_KEY.
+    secretCiphertext: text().notNull(),
+    enabled: boolean().notNull().default(true),
+    disabledReason: text(),
+    // Start of the current run of failed attempts; cleared by any success. A run longer than
+    // the auto-disable period disables the webhook.
+    failingSince: timestamp({ withTimezone: true }),
+    createdBy: uuid().references(() => users.id, { onDelete: "set null" }),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index("webhooks_org_idx").on(t.organizationId)],
+);
+
+export const webhookSubscriptions = pgTable(
+  "webhook_subscriptions",
+  {
+    webhookId: uuid()
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    eventType: text().notNull(),
+    // The order the registrant listed the types in, which lists show back.
+    position: integer().notNull().default(0),
+  },
+  (t) => [
+    primaryKey({ columns: [t.webhookId, t.eventType] }),
+    index("webhook_subscriptions_type_idx").on(t.eventType),
+  ],
+);
+
+export const webhookDeliveries = pgTable(
+  "webhook_deliveries",
+  {
+    id: uuid().primaryKey().defaultRandom(),
+    webhookId: uuid()
+      .notNull()
+      .references(() => webhooks.id, { onDelete: "cascade" }),
+    changeEventId: integer()
+      .notNull()
+      .references(() => changeEvents.id, { onDelete: "cascade" }),
+    status: deliveryStatus().notNull().default("pending"),
+    attempts: integer().notNull().default(0),
+    // Daily retry passes already spent on this delivery.
+    passes: integer().notNull().default(0),
+    nextAttemptAt: timestamp({ withTimezone: true }),
+    lastAttemptAt: timestamp({ withTimezone: true }),
+    deliveredAt: timestamp({ withTimezone: true }),
+    createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [
+    uniqueIndex("webhook_deliveries_event_webhook_idx").on(t.changeEventId, t.webhookId),
+    index("webhook_deliveries_webhook_idx").on(t.webhookId, t.createdAt),
+    index("webhook_deliveries_status_idx").on(t.status, t.nextAttemptAt),
+  ],
+);
+
+export const webhookAttempts = pgTable(
+  "webhook_attempts",
+  {
+    id: uuid().primaryKey().defaultRandom(),
+    deliveryId: uuid()
+      .notNull()
+      .references(() => webhookDeliveries.id, { onDelete: "cascade" }),
+    attemptedAt: timestamp({ withTimezone: true }).notNull(),
+    durationMs: integer().notNull(),
+    statusCode: integer(),
+    error: text(),
+    // The first KiB of the receiver's answer.
+    responseSnippet: text(),
+  },
+  (t) => [index("webhook_attempts_delivery_idx").on(t.deliveryId, t.attemptedAt)],
+);

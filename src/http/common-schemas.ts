@@ -1,0 +1,47 @@
+import { z } from "zod";
+
+/**
+ * Ids in paths and bodies. Postgres accepts any 8-4-4-4-12 hex string as a uuid, so the API
+ * does too (z.uuid() would refuse ids that are valid to the database, like the nil-like ones).
+ */
+export const id = z.guid();
+
+/**
+ * The shape slugs are made with. A path slug of any other shape is looked up like any unknown
+ * slug (the same 404 body), so it is not refused at validation.
+ */
+export const SLUG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+
+export const projectSlugParams = z.object({ slug: z.string() });
+
+/** `YYYY-MM-DD` (spec: `date`). */
+export const isoDate = z.iso.date();
+
+// Postgres stores neither NUL nor an unpaired UTF-16 surrogate (refused in text and jsonb), and
+// has no year 0000: such input is the caller's mistake, so it is a 400 naming the field rather
+// than a database error.
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+export const UNSTORABLE_TEXT = "must not contain NUL characters or unpaired surrogates";
+
+export function isStorableText(value: string): boolean {
+  return !value.includes("\u0000") && !UNPAIRED_SURROGATE.test(value);
+}
+
+/** Free text a client writes: any string the database can store. */
+export const storableText = z.string().refine(isStorableText, UNSTORABLE_TEXT);
+
+/** A date a client writes. */
+export const writableDate = isoDate.refine(
+  (value) => !value.startsWith("0000"),
+  "year 0000 is not a date",
+);
+
+/** ISO 8601 date-time as the API prints it (UTC, `Z`). */
+export const isoDateTime = z.iso.datetime({ offset: true });
+
+export function toIsoDateTime(value: Date): string;
+export function toIsoDateTime(value: Date | null): string | null;
+export function toIsoDateTime(value: Date | null): string | null {
+  return value === null ? null : value.toISOString();
+}

@@ -1,0 +1,20 @@
+import { z } from "zod";
+import { errorCode } from "./errors.js";
+
+export const failureEnvelope = z
+  .object({
+    ok: z.literal(false),
+    error: errorCode,
+    message: z.string().optional(),
+  })
+  .meta({ id: "Failure", description: "Every failure under /api/v1 has this body." });
+
+export type FailureBody = z.infer<typeof failureEnvelope>;
+
+export function successEnvelope<T extends z.ZodType>(data: T) {
+  return z.object({ ok: z.literal(true), data });
+}
+
+export function ok<T>(data: T): { ok: true; data: T } {
+  return { ok: true, data };
+}

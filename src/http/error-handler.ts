@@ -1,0 +1,120 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
+import type { FailureBody } from "./envelope.js";
+import {
+  ApiError,
+  type ErrorCode,
+  InsufficientScope,
+  InvalidToken,
+  statusOfError,
+} from "./errors.js";
+
+type ValidationIssue = {
+  instancePath: string;
+  message: string;
+  keyword: string;
+  params: Record<string, unknown>;
+};
+
+const contextNames: Record<string, string> = { querystring: "query", body: "body", params: "path" };
+
+/** Names the field that failed, e.g. `title: Too big: expected string to have <=200 characters`. */
+export function describeValidationIssue(issue: ValidationIssue, context: string): string {
+  const keys = issue.params.keys;
+  if (issue.keyword === "unrecognized_keys" && Array.isArray(keys)) {
+    const prefix =
+      issue.instancePath === "/" ? "" : `${issue.instancePath.slice(1).replaceAll("/", ".")}.`;
+    return keys.map((key) => `${prefix}${String(key)}: unknown field`).join("; ");
+  }
+  const field = issue.instancePath.slice(1).replaceAll("/", ".");
+  return `${field || (contextNames[context] ?? context)}: ${issue.message}`;
+}
+
+function fromFastifyError(error: FastifyError, bodyLimit: number): ApiError | null {
+  switch (error.code) {
+    case "FST_ERR_CTP_BODY_TOO_LARGE":
+      return new ApiError(
+        "invalid_request",
+        `Request body is too large (the limit is ${bodyLimit} bytes)`,
+      );
+    case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+      return new ApiError("invalid_request", "Content-Type must be application/json");
+    case "FST_ERR_CTP_EMPTY_JSON_BODY":
+      return new ApiError("invalid_request", "body: a JSON body is required");
+    case "FST_ERR_CTP_INVALID_JSON_BODY":
+    case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+      return new ApiError("invalid_request", "body: malformed JSON");
+    default:
+      break;
+  }
+  // The JSON parser's SyntaxError reaches us as a plain 400 error.
+  if (error instanceof SyntaxError || (error.statusCode === 400 && error.name === "SyntaxError")) {
+    return new ApiError("invalid_request", "body: malformed JSON");
+  }
+  return null;
+}
+
+type DatabaseError = { code?: unknown; column?: unknown };
+
+/** Postgres (or PGlite) SQLSTATE of an error, looking through Drizzle's wrapper. */
+function databaseErrorOf(error: unknown): DatabaseError | null {
+  for (let current = error; current !== null && typeof current === "object"; ) {
+    const candidate = current as DatabaseError & { cause?: unknown };
+    if (typeof candidate.code === "string" && /^[0-9A-Z]{5}$/.test(candidate.code))
+      return candidate;
+    current = candidate.cause;
+  }
+  return null;
+}
+
+/**
+ * A value zod let through but Postgres cannot store (class 22, "data exception": NUL bytes,
+ * out-of-range dates or numbers) is the caller's bad input, not our fault.
+ */
+function fromDatabaseError(error: unknown): ApiError | null {
+  const databaseError = databaseErrorOf(error);
+  if (databaseError === null || !String(databaseError.code).startsWith("22")) return null;
+  const field = typeof databaseError.column === "string" ? `${databaseError.column}: ` : "";
+  return new ApiError("invalid_request", `${field}a value is malformed or out of range`);
+}
+
+function toApiError(error: FastifyError, bodyLimit: number): ApiError | null {
+  if (error instanceof ApiError) return error;
+  const fromDatabase = fromDatabaseError(error);
+  if (fromDatabase !== null) return fromDatabase;
+  if (hasZodFastifySchemaValidationErrors(error)) {
+    const context = error.validationContext ?? "body";
+    const issues = error.validation as unknown as ValidationIssue[];
+    const message = issues.map((issue) => describeValidationIssue(issue, context)).join("; ");
+    return new ApiError("invalid_request", message);
+  }
+  return fromFastifyError(error, bodyLimit);
+}
+
+function authenticateHeader(error: ApiError): string | null {
+  if (error instanceof InvalidToken) return 'Bearer realm="api", error="invalid_token"';
+  if (error instanceof InsufficientScope) {
+    return `Bearer realm="api", error="insufficient_scope", scope="${error.scope}"`;
+  }
+  return null;
+}
+
+export function failure(code: ErrorCode, message: string): FailureBody {
+  return { ok: false, error: code, message };
+}
+
+/** The one place errors become responses; 5xx never carry the underlying message. */
+export function registerErrorHandler(app: FastifyInstance, bodyLimit: number): void {
+  app.setErrorHandler(async (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const apiError = toApiError(error, bodyLimit);
+    if (apiError === null) {
+      request.log.error({ err: error }, "unhandled error");
+      return reply
+        .code(statusOfError.internal_error)
+        .send(failure("internal_error", "Internal server error"));
+    }
+    const challenge = authenticateHeader(apiError);
+    if (challenge !== null) reply.header("WWW-Authenticate", challenge);
+    return reply.code(apiError.statusCode).send(failure(apiError.code, apiError.message));
+  });
+}

@@ -1,0 +1,35 @@
+import { createHash } from "node:crypto";
+import rateLimit from "@fastify/rate-limit";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { Redis } from "ioredis";
+import type { Config } from "../config.js";
+import { RateLimited } from "./errors.js";
+
+/** The budget belongs to the token (hashed: raw tokens never reach Redis), else the address. */
+function rateLimitKey(request: FastifyRequest): string {
+  const header = request.headers.authorization;
+  if (header === undefined || header === "") return `ip:${request.ip}`;
+  return `token:${createHash("sha256").update(header).digest("base64url")}`;
+}
+
+/**
+ * Per-token rate limit on every /api/v1 response. With Redis the instances share one budget.
+ * It runs before authentication so that even refused requests carry the RateLimit headers.
+ */
+export async function registerRateLimit(
+  app: FastifyInstance,
+  config: Config,
+  redis: Redis | undefined,
+): Promise<void> {
+  await app.register(rateLimit, {
+    global: true,
+    max: config.rateLimit.max,
+    timeWindow: config.rateLimit.windowSeconds * 1000,
+    keyGenerator: rateLimitKey,
+    enableDraftSpec: true,
+    // An unreachable Redis must not take the API down with it.
+    skipOnError: true,
+    ...(redis === undefined ? {} : { redis, nameSpace: "svc-rate-limit:" }),
+    errorResponseBuilder: (_request, context) => new RateLimited(Math.ceil(context.ttl / 1000)),
+  });
+}

@@ -1,0 +1,91 @@
+/**
+ * Every change event the service records (the webhook outbox), with what its diff holds:
+ * the API's writes, publishing (done inside the application, `svc spec|component publish`),
+ * and the ping.
+ * The webhooks accept subscriptions to exactly these types; the OpenAPI description and the
+ * README print this table.
+ */
+export const changeEventCatalogue = [
+  {
+    type: "page.created",
+    action: "created",
+    targetKind: "page",
+    diff: "before `{}`; after `{title, parentId, text}`",
+  },
+  {
+    type: "page.updated",
+    action: "updated",
+    targetKind: "page",
+    diff: "the changed fields among `title`, `text`",
+  },
+  {
+    type: "document.created",
+    action: "created",
+    targetKind: "document",
+    diff: "before `{}`; after `{category, kind, title, description, url}`",
+  },
+  {
+    type: "document.updated",
+    action: "updated",
+    targetKind: "document",
+    diff: "the changed fields among `title`, `description`",
+  },
+  {
+    type: "task.created",
+    action: "created",
+    targetKind: "task",
+    diff: "before `{}`; after `{title, description, status, priority, start_date, due_date, blocked_reason, assigned_to}`",
+  },
+  {
+    type: "task.updated",
+    action: "updated",
+    targetKind: "task",
+    diff: "the changed TaskPatch fields",
+  },
+  {
+    type: "meeting.minutes_updated",
+    action: "minutes_updated",
+    targetKind: "meeting",
+    diff: "`minutesText` (plain text) before and after, when it changed",
+  },
+  {
+    type: "meeting.notes_updated",
+    action: "notes_updated",
+    targetKind: "meeting",
+    diff: "the changed fields among `notes`, `notesSource`",
+  },
+  {
+    type: "spec.published",
+    action: "published",
+    targetKind: "specification",
+    diff: "`{value}` of the previous latest published version (`null` before the first) and of the new one",
+  },
+  {
+    type: "component.published",
+    action: "published",
+    targetKind: "component",
+    diff: "`{version, status, lifecycleStage, healthStatus}` of the previous latest published version (`{}` for the first) and of the new one",
+  },
+  {
+    type: "change.created",
+    action: "created",
+    targetKind: "webhook",
+    diff: "before `{}`, after `{}`: the synthetic delivery `POST /webhooks/ping` sends",
+  },
+] as const;
+
+export type ChangeEventType = (typeof changeEventCatalogue)[number]["type"];
+
+export function catalogueEntry(type: ChangeEventType) {
+  const entry = changeEventCatalogue.find((candidate) => candidate.type === type);
+  if (entry === undefined) throw new Error(`${type} is not in the change-event catalogue`);
+  return entry;
+}
+
+export function catalogueAsMarkdown(): string {
+  const rows = changeEventCatalogue.map(
+    (entry) =>
+      `| \`${entry.type}\` | \`${entry.action}\` | \`${entry.targetKind}\` | ${entry.diff} |`,
+  );
+  return ["| type | action | target_kind | diff |", "|---|---|---|---|", ...rows].join("\n");
+}

@@ -1,0 +1,140 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { authorOf, principalOf } from "../../http/auth.js";
+import { projectSlugParams } from "../../http/common-schemas.js";
+import { ok } from "../../http/envelope.js";
+import { apiRoute } from "../../http/route-schema.js";
+import {
+  documentIdParams,
+  documentIdSchema,
+  documentLinkInput,
+  documentListQuery,
+  documentPatch,
+  documentSchema,
+} from "./schemas.js";
+import { createDocumentLink, listDocuments, updateDocument } from "./service.js";
+
+const LIST_ORDER =
+  "Newest first (`createdAt` descending; among documents filed at the same instant, the last filed first). `category` filters; other query parameters are ignored.";
+
+const CREATE_LINK =
+  "Files a link (`kind` `link`, `uploadedBy` the token's user); files cannot be uploaded through the API. Records `document.created`.";
+
+export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    "/documents",
+    apiRoute({
+      access: "documents:read",
+      operationId: "listTeamDocuments",
+      summary: "The team-level document library",
+      description: `Documents that belong to no project. ${LIST_ORDER}`,
+      tags: ["Documents"],
+      querystring: documentListQuery,
+      data: z.array(documentSchema),
+    }),
+    async (request) =>
+      ok(
+        await listDocuments(
+          app.db,
+          principalOf(request).organization.id,
+          { kind: "team" },
+          request.query,
+        ),
+      ),
+  );
+
+  app.get(
+    "/projects/:slug/documents",
+    apiRoute({
+      access: "documents:read",
+      operationId: "listProjectDocuments",
+      summary: "A project's document library",
+      description: LIST_ORDER,
+      tags: ["Documents"],
+      params: projectSlugParams,
+      querystring: documentListQuery,
+      data: z.array(documentSchema),
+    }),
+    async (request) =>
+      ok(
+        await listDocuments(
+          app.db,
+          principalOf(request).organization.id,
+          { kind: "project", slug: request.params.slug },
+          request.query,
+        ),
+      ),
+  );
+
+  app.post(
+    "/documents",
+    apiRoute({
+      access: "documents:write",
+      operationId: "createTeamDocumentLink",
+      summary: "Add a link to the team-level library",
+      description: CREATE_LINK,
+      tags: ["Documents"],
+      body: documentLinkInput,
+      data: documentIdSchema,
+    }),
+    async (request) => {
+      const { principal, authorId } = authorOf(request);
+      return ok(
+        await createDocumentLink(
+          app.db,
+          { kind: "team" },
+          { organizationId: principal.organization.id, authorId, input: request.body },
+        ),
+      );
+    },
+  );
+
+  app.post(
+    "/projects/:slug/documents",
+    apiRoute({
+      access: "documents:write",
+      operationId: "createProjectDocumentLink",
+      summary: "Add a link to a project's library",
+      description: CREATE_LINK,
+      tags: ["Documents"],
+      params: projectSlugParams,
+      body: documentLinkInput,
+      data: documentIdSchema,
+    }),
+    async (request) => {
+      const { principal, authorId } = authorOf(request);
+      return ok(
+        await createDocumentLink(
+          app.db,
+          { kind: "project", slug: request.params.slug },
+          { organizationId: principal.organization.id, authorId, input: request.body },
+        ),
+      );
+    },
+  );
+
+  app.patch(
+    "/documents/:document_id",
+    apiRoute({
+      access: "documents:write",
+      operationId: "updateDocument",
+      summary: "Edit a document's title or description",
+      description:
+        "Only `title` and `description` can change (`null` clears the description); the link target, category and kind cannot, and sending them is refused. Team-level documents and those of visible projects are reachable; a document of a private project or another organisation answers 404 like an unknown id. Records `document.updated` when something changed.",
+      tags: ["Documents"],
+      params: documentIdParams,
+      body: documentPatch,
+      data: documentIdSchema,
+    }),
+    async (request) => {
+      const { principal, authorId } = authorOf(request);
+      return ok(
+        await updateDocument(app.db, request.params.document_id, {
+          organizationId: principal.organization.id,
+          authorId,
+          input: request.body,
+        }),
+      );
+    },
+  );
+};

@@ -1,0 +1,86 @@
+import { z } from "zod";
+import { isoDate, isoDateTime } from "../../http/common-schemas.js";
+
+/**
+ * The `from`/`to` window of the meeting lists, both bounds inclusive.
+ *
+ * The spec asks for ISO date-times; a plain date is accepted too because "meetings in March"
+ * is the common question: a date-only `from` starts at 00:00 UTC that day, a date-only `to`
+ * covers that whole UTC day. A date-time needs seconds and `Z` or an offset: a local time
+ * without an offset is ambiguous and refused.
+ */
+export type StartsAtRange = {
+  from: Date | null;
+  to: { at: Date; inclusive: boolean } | null;
+};
+
+const BOUND_FORMAT =
+  "must be an ISO 8601 date-time with seconds and Z or an offset (2026-03-01T09:00:00Z), or a date (2026-03-01)";
+
+const bound = z.union([isoDateTime, isoDate], { error: BOUND_FORMAT });
+
+function isDateOnly(value: string): boolean {
+  return isoDate.safeParse(value).success;
+}
+
+function lowerBound(value: string): Date {
+  return new Date(isDateOnly(value) ? `${value}T00:00:00Z` : value);
+}
+
+function upperBound(value: string): { at: Date; inclusive: boolean } {
+  if (!isDateOnly(value)) return { at: new Date(value), inclusive: true };
+  // The whole day: everything before the next midnight (UTC), whatever the stored precision.
+  const nextDay = new Date(`${value}T00:00:00Z`);
+  nextDay.setUTCDate(nextDay.getUTCDate() + 1);
+  return { at: nextDay, inclusive: false };
+}
+
+/** Years Postgres and `Date#toISOString` agree on; an offset can push a 4-digit year out. */
+function inStorableYears(date: Date): boolean {
+  const year = date.getUTCFullYear();
+  return year >= 1 && year <= 9999;
+}
+
+/** Call only with a query that passed `startsAtRangeQuery`. */
+export function startsAtRange(query: { from?: string | undefined; to?: string | undefined }) {
+  const range: StartsAtRange = {
+    from: query.from === undefined ? null : lowerBound(query.from),
+    to: query.to === undefined ? null : upperBound(query.to),
+  };
+  return range;
+}
+
+function isEmptyWindow({ from, to }: StartsAtRange): boolean {
+  if (from === null || to === null) return false;
+  return to.inclusive ? from > to.at : from >= to.at;
+}
+
+export const startsAtRangeQuery = z
+  .object({
+    from: bound
+      .optional()
+      .describe(
+        "Only meetings starting at or after this instant (inclusive). A date means 00:00 UTC that day.",
+      ),
+    to: bound
+      .optional()
+      .describe(
+        "Only meetings starting at or before this instant (inclusive). A date means the whole UTC day.",
+      ),
+  })
+  .superRefine((query, context) => {
+    const range = startsAtRange(query);
+    if (range.from !== null && !inStorableYears(range.from)) {
+      context.addIssue({
+        code: "custom",
+        path: ["from"],
+        message: "must be in years 0001 to 9999",
+      });
+    }
+    if (range.to !== null && !inStorableYears(range.to.at)) {
+      context.addIssue({ code: "custom", path: ["to"], message: "must be in years 0001 to 9999" });
+    }
+    if (isEmptyWindow(range)) {
+      context.addIssue({ code: "custom", path: ["to"], message: "must not be before from" });
+    }
+  });

@@ -1,0 +1,26 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { principalOf } from "../../http/auth.js";
+import { projectSlugParams } from "../../http/common-schemas.js";
+import { ok } from "../../http/envelope.js";
+import { apiRoute } from "../../http/route-schema.js";
+import { milestoneSchema } from "./schemas.js";
+import { listMilestones } from "./service.js";
+
+export const milestoneRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    "/projects/:slug/milestones",
+    apiRoute({
+      access: "milestones:read",
+      operationId: "listMilestones",
+      summary: "List a project's milestones",
+      description:
+        "Ordered by targetDate (earliest first), then name, then creation order. An unknown, foreign or private project answers 404.",
+      tags: ["Milestones"],
+      params: projectSlugParams,
+      data: z.array(milestoneSchema),
+    }),
+    async (request) =>
+      ok(await listMilestones(app.db, principalOf(request).organization.id, request.params.slug)),
+  );
+};

@@ -1,0 +1,238 @@
+import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import type { Db } from "../../db/client.js";
+import { pageRevisions, pages, projects, type RichTextJson } from "../../db/schema/index.js";
+import { toIsoDateTime } from "../../http/common-schemas.js";
+import { InvalidRequest, NotFound } from "../../http/errors.js";
+import { appendRichText } from "../../richtext/compose.js";
+import { markdownToRichText } from "../../richtext/markdown.js";
+import { richTextToPlainText } from "../../richtext/plain-text.js";
+import { emptyRichText, type RichTextDoc } from "../../richtext/types.js";
+import { creationDiff, diffOf, recordChangeEvent } from "../change-events/service.js";
+import {
+  PROJECT_NOT_FOUND,
+  refuseImpossibleSlug,
+  visibleProjectId,
+  visibleProjectsOf,
+} from "../projects/service.js";
+import type {
+  CreatedPage,
+  CreatePageInput,
+  Page,
+  PageSummary,
+  UpdatedPage,
+  UpdatePageInput,
+} from "./schemas.js";
+
+// One message for unknown, private and foreign pages, the same as for an id that is not a
+// UUID (params validation): the answer must not tell them apart.
+export const PAGE_NOT_FOUND = "Not found";
+
+type TreeRow = {
+  id: string;
+  parentId: string | null;
+  title: string;
+  position: number;
+  updatedAt: Date;
+};
+
+/**
+ * The tree in depth-first pre-order: every page comes right after its parent and before its
+ * next sibling; siblings by position, then title, then creation order. Two queries: the
+ * project, then its pages (no bodies).
+ */
+export async function listPages(
+  db: Db,
+  organizationId: string,
+  slug: string,
+): Promise<PageSummary[]> {
+  const projectId = await visibleProjectId(db, organizationId, slug);
+  const rows = await db
+    .select({
+      id: pages.id,
+      parentId: pages.parentId,
+      title: pages.title,
+      position: pages.position,
+      updatedAt: pages.updatedAt,
+    })
+    .from(pages)
+    .where(eq(pages.projectId, projectId))
+    .orderBy(asc(pages.position), asc(pages.title), asc(pages.sequence));
+  return inTreeOrder(rows).map((row) => ({ ...row, updatedAt: toIsoDateTime(row.updatedAt) }));
+}
+
+/** Pre-order walk over rows already sorted in sibling order; iterative, so depth is no limit. */
+function inTreeOrder(rows: readonly TreeRow[]): TreeRow[] {
+  const ids = new Set(rows.map((row) => row.id));
+  const childrenOf = new Map<string | null, TreeRow[]>();
+  for (const row of rows) {
+    // A parent outside the set cannot occur through the API; such a page is shown at the top.
+    const parent = row.parentId !== null && ids.has(row.parentId) ? row.parentId : null;
+    const siblings = childrenOf.get(parent);
+    if (siblings === undefined) childrenOf.set(parent, [row]);
+    else siblings.push(row);
+  }
+  const ordered: TreeRow[] = [];
+  const visited = new Set<string>();
+  const walk = (roots: readonly TreeRow[]) => {
+    const stack = [...roots].reverse();
+    for (let row = stack.pop(); row !== undefined; row = stack.pop()) {
+      if (visited.has(row.id)) continue;
+      visited.add(row.id);
+      ordered.push(row);
+      const children = childrenOf.get(row.id) ?? [];
+      for (let i = children.length - 1; i >= 0; i--) {
+        const child = children[i];
+        if (child !== undefined) stack.push(child);
+      }
+    }
+  };
+  walk(childrenOf.get(null) ?? []);
+  // Only a parent cycle (never written by this service) leaves rows unreached; list them last.
+  if (ordered.length < rows.length) walk(rows.filter((row) => !visited.has(row.id)));
+  return ordered;
+}
+
+/** Pages of visible projects only: the project condition is part of every page lookup. */
+function visiblePage(organizationId: string, pageId: string) {
+  return and(eq(pages.id, pageId), visibleProjectsOf(organizationId));
+}
+
+export async function getPage(db: Db, organizationId: string, pageId: string): Promise<Page> {
+  const [page] = await db
+    .select({
+      id: pages.id,
+      parentId: pages.parentId,
+      title: pages.title,
+      body: pages.body,
+      updatedAt: pages.updatedAt,
+      updatedBy: pages.updatedBy,
+    })
+    .from(pages)
+    .innerJoin(projects, eq(projects.id, pages.projectId))
+    .where(visiblePage(organizationId, pageId));
+  if (page === undefined) throw new NotFound(PAGE_NOT_FOUND);
+  return {
+    id: page.id,
+    parentId: page.parentId,
+    title: page.title,
+    text: richTextToPlainText(page.body),
+    updatedAt: toIsoDateTime(page.updatedAt),
+    updatedBy: page.updatedBy,
+  };
+}
+
+export type PageWrite<T> = {
+  organizationId: string;
+  authorId: string;
+  input: T;
+};
+
+export async function createPage(
+  db: Db,
+  slug: string,
+  { organizationId, authorId, input }: PageWrite<CreatePageInput>,
+): Promise<CreatedPage> {
+  const parentId = input.parent_page_id ?? null;
+  const body: RichTextDoc =
+    input.markdown === undefined ? emptyRichText() : markdownToRichText(input.markdown);
+  refuseImpossibleSlug(slug);
+  return db.transaction(async (tx) => {
+    // Locking the project row serialises page creation within the project, so two pages
+    // created at once cannot take the same last position. `no key update` leaves the
+    // foreign-key locks of other inserts (tasks, documents) unblocked.
+    const [project] = await tx
+      .select({ id: projects.id })
+      .from(projects)
+      .where(and(visibleProjectsOf(organizationId), eq(projects.slug, slug)))
+      .for("no key update");
+    if (project === undefined) throw new NotFound(PROJECT_NOT_FOUND);
+    if (parentId !== null) {
+      const [parent] = await tx
+        .select({ id: pages.id })
+        .from(pages)
+        .where(and(eq(pages.id, parentId), eq(pages.projectId, project.id)));
+      if (parent === undefined) {
+        throw new InvalidRequest("parent_page_id: must be a page of this project");
+      }
+    }
+    const siblingsOf =
+      parentId === null
+        ? and(eq(pages.projectId, project.id), isNull(pages.parentId))
+        : and(eq(pages.projectId, project.id), eq(pages.parentId, parentId));
+    const [last] = await tx
+      .select({ next: sql<number>`coalesce(max(${pages.position}) + 1, 0)::int` })
+      .from(pages)
+      .where(siblingsOf);
+    const [page] = await tx
+      .insert(pages)
+      .values({
+        projectId: project.id,
+        parentId,
+        title: input.title,
+        position: last?.next ?? 0,
+        body,
+        createdBy: authorId,
+        updatedBy: authorId,
+      })
+      .returning({ id: pages.id, title: pages.title });
+    if (page === undefined) throw new Error("page insert returned no row");
+    await tx.insert(pageRevisions).values({ pageId: page.id, title: input.title, body, authorId });
+    await recordChangeEvent(tx, {
+      organizationId,
+      type: "page.created",
+      targetId: page.id,
+      actorId: authorId,
+      diff: creationDiff({ title: input.title, parentId, text: richTextToPlainText(body) }),
+    });
+    return page;
+  });
+}
+
+function editedBody(current: RichTextJson, input: UpdatePageInput): RichTextJson {
+  if (input.markdown === undefined) return current;
+  const added = markdownToRichText(input.markdown);
+  if (input.mode === "append") return appendRichText(current as RichTextDoc, added);
+  return added;
+}
+
+/**
+ * Applies the fields sent. Every edit, `{}` and unchanged values included, is a write by the
+ * author (issue 4: every edit adds a revision and sets `updatedAt`/`updatedBy`): it adds a
+ * revision (the page as it now stands) and a `page.updated` event whose diff holds the changed
+ * fields among `title` and `text`, empty when none changed or only formatting did.
+ */
+export async function updatePage(
+  db: Db,
+  pageId: string,
+  { organizationId, authorId, input }: PageWrite<UpdatePageInput>,
+): Promise<UpdatedPage> {
+  return db.transaction(async (tx) => {
+    const [current] = await tx
+      .select({ title: pages.title, body: pages.body })
+      .from(pages)
+      .innerJoin(projects, eq(projects.id, pages.projectId))
+      .where(visiblePage(organizationId, pageId))
+      .for("no key update", { of: pages });
+    if (current === undefined) throw new NotFound(PAGE_NOT_FOUND);
+    const title = input.title ?? current.title;
+    const body = editedBody(current.body, input);
+    const [page] = await tx
+      .update(pages)
+      .set({ title, body, updatedAt: sql`now()`, updatedBy: authorId })
+      .where(eq(pages.id, pageId))
+      .returning({ id: pages.id, updatedAt: pages.updatedAt });
+    if (page === undefined) throw new Error("page update returned no row");
+    await tx.insert(pageRevisions).values({ pageId, title, body, authorId });
+    await recordChangeEvent(tx, {
+      organizationId,
+      type: "page.updated",
+      targetId: pageId,
+      actorId: authorId,
+      diff: diffOf(
+        { title: current.title, text: richTextToPlainText(current.body) },
+        { title, text: richTextToPlainText(body) },
+      ),
+    });
+    return { id: page.id, updatedAt: toIsoDateTime(page.updatedAt) };
+  });
+}

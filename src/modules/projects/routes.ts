@@ -1,0 +1,39 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { principalOf } from "../../http/auth.js";
+import { projectSlugParams } from "../../http/common-schemas.js";
+import { ok } from "../../http/envelope.js";
+import { apiRoute } from "../../http/route-schema.js";
+import { projectDetailSchema, projectSchema } from "./schemas.js";
+import { getProject, listProjects } from "./service.js";
+
+export const projectRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    "/projects",
+    apiRoute({
+      access: "projects:read",
+      operationId: "listProjects",
+      summary: "List the organisation's projects",
+      description: "Private projects are never listed. Ordered by name, then slug.",
+      tags: ["Projects"],
+      data: z.array(projectSchema),
+    }),
+    async (request) => ok(await listProjects(app.db, principalOf(request).organization.id)),
+  );
+
+  app.get(
+    "/projects/:slug",
+    apiRoute({
+      access: "projects:read",
+      operationId: "getProject",
+      summary: "One project, with its id",
+      description:
+        "An unknown slug, a project of another organisation and a private project all answer 404.",
+      tags: ["Projects"],
+      params: projectSlugParams,
+      data: projectDetailSchema,
+    }),
+    async (request) =>
+      ok(await getProject(app.db, principalOf(request).organization.id, request.params.slug)),
+  );
+};

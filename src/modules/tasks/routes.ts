@@ -1,0 +1,84 @@
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { authorOf, principalOf } from "../../http/auth.js";
+import { projectSlugParams } from "../../http/common-schemas.js";
+import { ok } from "../../http/envelope.js";
+import { apiRoute } from "../../http/route-schema.js";
+import {
+  newTaskSchema,
+  taskIdParams,
+  taskPatchSchema,
+  taskRefSchema,
+  taskSchema,
+} from "./schemas.js";
+import { createTask, listTasks, updateTask } from "./service.js";
+
+export const taskRoutes: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    "/projects/:slug/tasks",
+    apiRoute({
+      access: "tasks:read",
+      operationId: "listTasks",
+      summary: "List a project's tasks",
+      description:
+        "Ordered by creation, oldest first. `targetDate` is the task's due date. An unknown, foreign or private project answers 404.",
+      tags: ["Tasks"],
+      params: projectSlugParams,
+      data: z.array(taskSchema),
+    }),
+    async (request) =>
+      ok(await listTasks(app.db, principalOf(request).organization.id, request.params.slug)),
+  );
+
+  app.post(
+    "/projects/:slug/tasks",
+    apiRoute({
+      access: "tasks:write",
+      operationId: "createTask",
+      summary: "Create a task",
+      description:
+        "Attributed to the token's user; records a `task.created` change event. `assigned_to` must be a current member of the organisation (else 400). An unknown, foreign or private project answers 404.",
+      tags: ["Tasks"],
+      params: projectSlugParams,
+      body: newTaskSchema,
+      data: taskRefSchema,
+    }),
+    async (request) => {
+      const { principal, authorId } = authorOf(request);
+      const organizationId = principal.organization.id;
+      return ok(
+        await createTask(app.db, request.params.slug, {
+          organizationId,
+          authorId,
+          input: request.body,
+        }),
+      );
+    },
+  );
+
+  app.patch(
+    "/tasks/:task_id",
+    apiRoute({
+      access: "tasks:write",
+      operationId: "updateTask",
+      summary: "Update a task",
+      description:
+        "Only the fields sent change; null clears a nullable field; any status may follow any other. Records a `task.updated` change event holding the changed fields, or none when nothing changed. A task of a private project or of another organisation answers 404.",
+      tags: ["Tasks"],
+      params: taskIdParams,
+      body: taskPatchSchema,
+      data: taskRefSchema,
+    }),
+    async (request) => {
+      const { principal, authorId } = authorOf(request);
+      const organizationId = principal.organization.id;
+      return ok(
+        await updateTask(app.db, request.params.task_id, {
+          organizationId,
+          authorId,
+          input: request.body,
+        }),
+      );
+    },
+  );
+};

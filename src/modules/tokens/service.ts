@@ -1,0 +1,117 @@
+import { createHash, randomBytes } from "node:crypto";
+import { and, eq, isNull, lte, sql } from "drizzle-orm";
+import type { Db } from "../../db/client.js";
+import { apiTokens, memberships, oauthGrants, organizations } from "../../db/schema/index.js";
+import { isScope, type Scope } from "../../http/scopes.js";
+
+export const TOKEN_PREFIX = "svc_live_";
+// 32 random bytes in base64url.
+const TOKEN_PATTERN = /^svc_live_[A-Za-z0-9_-]{43}$/;
+
+export function hashSecret(value: string): string {
+  return createHash("sha256").update(value).digest("hex");
+}
+
+export function generateToken(): string {
+  return `${TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
+}
+
+export type NewToken = {
+  organizationId: string;
+  userId: string;
+  scopes: Scope[];
+  expiresAt?: Date | null;
+  name?: string | null;
+  grantId?: string | null;
+  oauthCodeId?: string | null;
+};
+
+/** Stores only the hash; the returned `token` is the one time the secret is visible. */
+export async function createToken(db: Db, input: NewToken) {
+  const token = generateToken();
+  const [row] = await db
+    .insert(apiTokens)
+    .values({
+      organizationId: input.organizationId,
+      userId: input.userId,
+      tokenHash: hashSecret(token),
+      displayPrefix: token.slice(0, TOKEN_PREFIX.length + 6),
+      name: input.name ?? null,
+      scopes: input.scopes,
+      expiresAt: input.expiresAt ?? null,
+      grantId: input.grantId ?? null,
+      oauthCodeId: input.oauthCodeId ?? null,
+    })
+    .returning({ id: apiTokens.id, scopes: apiTokens.scopes, expiresAt: apiTokens.expiresAt });
+  if (row === undefined) throw new Error("token insert returned no row");
+  return { id: row.id, token, scopes: row.scopes as Scope[], expiresAt: row.expiresAt };
+}
+
+/** Returns whether a live token was revoked (false when unknown or already revoked). */
+export async function revokeToken(db: Db, tokenId: string): Promise<boolean> {
+  const rows = await db
+    .update(apiTokens)
+    .set({ revokedAt: sql`now()` })
+    .where(and(eq(apiTokens.id, tokenId), isNull(apiTokens.revokedAt)))
+    .returning({ id: apiTokens.id });
+  return rows.length > 0;
+}
+
+export type TokenPrincipal = {
+  tokenId: string;
+  organization: { id: string; slug: string; name: string };
+  scopes: Scope[];
+  /** The user writes are attributed to, or null when the creator left the organisation. */
+  authorId: string | null;
+  /** The addon's OAuth client record for OAuth-issued tokens. */
+  pluginId: string | null;
+};
+
+// Refresh last-used at most once a minute so that reads do not each cost a write.
+const LAST_USED_GRANULARITY_MS = 60_000;
+
+/** One query: the token by hash with its organisation, author membership and grant. */
+export async function authenticateToken(db: Db, token: string): Promise<TokenPrincipal | null> {
+  if (!TOKEN_PATTERN.test(token)) return null;
+  const [row] = await db
+    .select({
+      tokenId: apiTokens.id,
+      scopes: apiTokens.scopes,
+      lastUsedAt: apiTokens.lastUsedAt,
+      organization: { id: organizations.id, slug: organizations.slug, name: organizations.name },
+      authorId: memberships.userId,
+      pluginId: oauthGrants.clientId,
+    })
+    .from(apiTokens)
+    .innerJoin(organizations, eq(organizations.id, apiTokens.organizationId))
+    .leftJoin(
+      memberships,
+      and(
+        eq(memberships.organizationId, apiTokens.organizationId),
+        eq(memberships.userId, apiTokens.userId),
+        isNull(memberships.removedAt),
+        lte(memberships.activeSince, apiTokens.createdAt),
+      ),
+    )
+    .leftJoin(oauthGrants, eq(oauthGrants.id, apiTokens.grantId))
+    .where(
+      and(
+        eq(apiTokens.tokenHash, hashSecret(token)),
+        isNull(apiTokens.revokedAt),
+        sql`(${apiTokens.expiresAt} is null or ${apiTokens.expiresAt} > now())`,
+        sql`(${apiTokens.grantId} is null or ${oauthGrants.revokedAt} is null)`,
+      ),
+    )
+    .limit(1);
+  if (row === undefined) return null;
+  if (row.lastUsedAt === null || Date.now() - row.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS) {
+    await db.update(apiTokens).set({ lastUsedAt: sql`now()` }).where(eq(apiTokens.id, row.tokenId));
+  }
+  return {
+    tokenId: row.tokenId,
+    organization: row.organization,
+    scopes: row.scopes.filter(isScope),
+    authorId: row.authorId,
+    pluginId: row.pluginId,
+  };
+}

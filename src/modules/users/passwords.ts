@@ -1,0 +1,14 @@
+import argon2 from "argon2";
+import { z } from "zod";
+
+// Long enough that a browser password is not trivially guessable; argon2 itself takes any length.
+const MIN_PASSWORD_LENGTH = 8;
+export const passwordSchema = z.string().min(MIN_PASSWORD_LENGTH);
+
+export function hashPassword(password: string): Promise<string> {
+  return argon2.hash(password, { type: argon2.argon2id });
+}
+
+export function verifyPassword(hash: string, password: string): Promise<boolean> {
+  return argon2.verify(hash, password);
+}

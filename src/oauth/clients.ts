@@ -1,0 +1,193 @@
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { asc, desc, eq, inArray } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { oauthClients, oauthRedirectUris, organizations } from "../db/schema/index.js";
+import { isStorableText } from "../http/common-schemas.js";
+import { InvalidRequest } from "../http/errors.js";
+import { hashSecret } from "../modules/tokens/service.js";
+
+export const CLIENT_ID_PREFIX = "svcc_";
+export const CLIENT_SECRET_PREFIX = "svcs_";
+
+const MAX_NAME_LENGTH = 100;
+const MAX_REDIRECT_URIS = 10;
+const MAX_REDIRECT_URI_LENGTH = 2000;
+// RFC 8252 §7.3: native apps and local development receive the code on the loopback interface.
+const PLAIN_HTTP_HOSTS = new Set(["localhost", "127.0.0.1"]);
+
+/**
+ * A redirect URI as registered: absolute, no fragment (RFC 6749 §3.1.2), HTTPS except on
+ * localhost and 127.0.0.1, no credentials. It is kept exactly as written, because requests
+ * are compared with it character for character.
+ */
+export function checkRedirectUri(input: string): string {
+  const uri = input.trim();
+  const refuse = (reason: string) =>
+    new InvalidRequest(`redirect URI ${uri || "(empty)"} ${reason}`);
+  if (uri.length > MAX_REDIRECT_URI_LENGTH)
+    throw refuse(`is longer than ${MAX_REDIRECT_URI_LENGTH} characters`);
+  if (!URL.canParse(uri)) throw refuse("must be an absolute URL");
+  if (uri.includes("#")) throw refuse("must not contain a fragment (#)");
+  if (/\s/.test(uri)) throw refuse("must not contain spaces");
+  const url = new URL(uri);
+  if (url.username !== "" || url.password !== "") throw refuse("must not contain credentials");
+  if (url.protocol === "https:" && url.hostname !== "") return uri;
+  if (url.protocol === "http:" && PLAIN_HTTP_HOSTS.has(url.hostname)) return uri;
+  throw refuse("must use https (plain http only for localhost and 127.0.0.1)");
+}
+
+function checkClientName(input: string): string {
+  const name = input.trim();
+  if (name.length === 0) throw new InvalidRequest("name: the addon needs a name");
+  if (name.length > MAX_NAME_LENGTH) {
+    throw new InvalidRequest(`name: at most ${MAX_NAME_LENGTH} characters`);
+  }
+  if (!isStorableText(name))
+    throw new InvalidRequest("name: contains characters that cannot be stored");
+  return name;
+}
+
+function checkRedirectUris(inputs: readonly string[]): string[] {
+  const uris = [...new Set(inputs.map(checkRedirectUri))];
+  if (uris.length === 0) throw new InvalidRequest("redirect URI: register at least one");
+  if (uris.length > MAX_REDIRECT_URIS) {
+    throw new InvalidRequest(`redirect URI: at most ${MAX_REDIRECT_URIS} per addon`);
+  }
+  return uris;
+}
+
+export type NewOAuthClient = {
+  /** The developer's organisation. */
+  organizationId: string;
+  name: string;
+  redirectUris: readonly string[];
+  /** A public client (PKCE, no secret), e.g. an app running on the user's device. */
+  isPublic: boolean;
+  createdBy?: string | null;
+};
+
+export type CreatedOAuthClient = {
+  id: string;
+  clientId: string;
+  /** Shown this once; null for a public client. */
+  clientSecret: string | null;
+};
+
+/** Registers an addon; only a hash of its secret is stored. */
+export async function createOAuthClient(
+  db: Db,
+  input: NewOAuthClient,
+): Promise<CreatedOAuthClient> {
+  const name = checkClientName(input.name);
+  const redirectUris = checkRedirectUris(input.redirectUris);
+  const clientId = `${CLIENT_ID_PREFIX}${randomBytes(16).toString("base64url")}`;
+  const clientSecret = input.isPublic
+    ? null
+    : `${CLIENT_SECRET_PREFIX}${randomBytes(32).toString("base64url")}`;
+  return db.transaction(async (tx) => {
+    const [client] = await tx
+      .insert(oauthClients)
+      .values({
+        organizationId: input.organizationId,
+        clientId,
+        name,
+        secretHash: clientSecret === null ? null : hashSecret(clientSecret),
+        isPublic: input.isPublic,
+        createdBy: input.createdBy ?? null,
+      })
+      .returning({ id: oauthClients.id });
+    if (client === undefined) throw new Error("oauth client insert returned no row");
+    await tx
+      .insert(oauthRedirectUris)
+      .values(redirectUris.map((uri) => ({ clientId: client.id, uri })));
+    return { id: client.id, clientId, clientSecret };
+  });
+}
+
+export type OAuthClientRecord = {
+  /** The client record's UUID (what `GET /me` shows as `pluginId`). */
+  id: string;
+  clientId: string;
+  name: string;
+  isPublic: boolean;
+  secretHash: string | null;
+  developer: { id: string; name: string };
+  redirectUris: string[];
+};
+
+/** The addon behind a `svcc_` client id, with its developer and registered redirect URIs. */
+export async function findClientByClientId(
+  db: Db,
+  clientId: string,
+): Promise<OAuthClientRecord | null> {
+  const [client] = await db
+    .select({
+      id: oauthClients.id,
+      clientId: oauthClients.clientId,
+      name: oauthClients.name,
+      isPublic: oauthClients.isPublic,
+      secretHash: oauthClients.secretHash,
+      developer: { id: organizations.id, name: organizations.name },
+    })
+    .from(oauthClients)
+    .innerJoin(organizations, eq(organizations.id, oauthClients.organizationId))
+    .where(eq(oauthClients.clientId, clientId))
+    .limit(1);
+  if (client === undefined) return null;
+  const uris = await db
+    .select({ uri: oauthRedirectUris.uri })
+    .from(oauthRedirectUris)
+    .where(eq(oauthRedirectUris.clientId, client.id))
+    .orderBy(asc(oauthRedirectUris.uri));
+  return { ...client, redirectUris: uris.map((row) => row.uri) };
+}
+
+/** Constant-time comparison of a presented secret with the stored hash. */
+export function clientSecretMatches(client: OAuthClientRecord, secret: string): boolean {
+  if (client.secretHash === null) return false;
+  const presented = Buffer.from(hashSecret(secret));
+  const stored = Buffer.from(client.secretHash);
+  return presented.length === stored.length && timingSafeEqual(presented, stored);
+}
+
+export type DevelopedClient = {
+  id: string;
+  clientId: string;
+  name: string;
+  isPublic: boolean;
+  createdAt: Date;
+  redirectUris: string[];
+};
+
+/** The addons an organisation develops, newest first. */
+export async function listClientsDevelopedBy(
+  db: Db,
+  organizationId: string,
+): Promise<DevelopedClient[]> {
+  const clients = await db
+    .select({
+      id: oauthClients.id,
+      clientId: oauthClients.clientId,
+      name: oauthClients.name,
+      isPublic: oauthClients.isPublic,
+      createdAt: oauthClients.createdAt,
+    })
+    .from(oauthClients)
+    .where(eq(oauthClients.organizationId, organizationId))
+    .orderBy(desc(oauthClients.createdAt), asc(oauthClients.name));
+  if (clients.length === 0) return [];
+  const uris = await db
+    .select({ clientId: oauthRedirectUris.clientId, uri: oauthRedirectUris.uri })
+    .from(oauthRedirectUris)
+    .where(
+      inArray(
+        oauthRedirectUris.clientId,
+        clients.map((client) => client.id),
+      ),
+    )
+    .orderBy(asc(oauthRedirectUris.uri));
+  return clients.map((client) => ({
+    ...client,
+    redirectUris: uris.filter((row) => row.clientId === client.id).map((row) => row.uri),
+  }));
+}

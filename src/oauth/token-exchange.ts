@@ -1,0 +1,130 @@
+import { createHash } from "node:crypto";
+import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { apiTokens, oauthCodes, oauthGrants } from "../db/schema/index.js";
+import { isScope, type Scope } from "../http/scopes.js";
+import { createToken, hashSecret } from "../modules/tokens/service.js";
+import type { OAuthClientRecord } from "./clients.js";
+import { TokenError } from "./errors.js";
+
+export type CodeExchange = {
+  /** The client, already authenticated. */
+  client: OAuthClientRecord;
+  code: string;
+  redirectUri: string;
+  codeVerifier: string | null;
+};
+
+export type IssuedToken = { accessToken: string; scopes: Scope[] };
+
+/** RFC 7636 §4.6: BASE64URL(SHA256(ASCII(code_verifier))) == code_challenge. */
+function verifierMatches(verifier: string, challenge: string): boolean {
+  return createHash("sha256").update(verifier, "ascii").digest("base64url") === challenge;
+}
+
+/**
+ * RFC 6749 §4.1.2: a code presented twice is a stolen code in someone's hands, so every
+ * token issued from it is revoked.
+ */
+async function revokeTokensOfCode(db: Db, codeId: string): Promise<void> {
+  await db
+    .update(apiTokens)
+    .set({ revokedAt: sql`now()` })
+    .where(and(eq(apiTokens.oauthCodeId, codeId), isNull(apiTokens.revokedAt)));
+}
+
+const reused = () =>
+  new TokenError(
+    "invalid_grant",
+    "The authorization code was already used; the tokens issued from it are revoked",
+  );
+
+/**
+ * Redeems an authorization code for an access token of the approving organisation, attributed
+ * to the approving admin and holding exactly the scopes of that code.
+ */
+export async function exchangeAuthorizationCode(
+  db: Db,
+  exchange: CodeExchange,
+): Promise<IssuedToken> {
+  const [code] = await db
+    .select({
+      id: oauthCodes.id,
+      clientId: oauthCodes.clientId,
+      userId: oauthCodes.userId,
+      redirectUri: oauthCodes.redirectUri,
+      scopes: oauthCodes.scopes,
+      codeChallenge: oauthCodes.codeChallenge,
+      usedAt: oauthCodes.usedAt,
+      expired: sql<boolean>`${oauthCodes.expiresAt} <= now()`,
+      grantId: oauthGrants.id,
+      organizationId: oauthGrants.organizationId,
+      grantRevokedAt: oauthGrants.revokedAt,
+    })
+    .from(oauthCodes)
+    .innerJoin(oauthGrants, eq(oauthGrants.id, oauthCodes.grantId))
+    .where(eq(oauthCodes.codeHash, hashSecret(exchange.code)))
+    .limit(1);
+  if (code === undefined)
+    throw new TokenError("invalid_grant", "The authorization code is unknown");
+  if (code.usedAt !== null) {
+    await revokeTokensOfCode(db, code.id);
+    throw reused();
+  }
+  if (code.clientId !== exchange.client.id) {
+    throw new TokenError("invalid_grant", "The authorization code was issued to another client");
+  }
+  if (code.expired) throw new TokenError("invalid_grant", "The authorization code has expired");
+  if (code.redirectUri !== exchange.redirectUri) {
+    throw new TokenError(
+      "invalid_grant",
+      "redirect_uri differs from the one the code was issued for",
+    );
+  }
+  if (code.codeChallenge === null) {
+    // RFC 9700 §2.1.1: a verifier for a code issued without a challenge is a PKCE downgrade.
+    if (exchange.codeVerifier !== null) {
+      throw new TokenError(
+        "invalid_grant",
+        "code_verifier was sent, but the code was issued without a code_challenge",
+      );
+    }
+  } else if (exchange.codeVerifier === null) {
+    throw new TokenError("invalid_grant", "code_verifier is required for this code");
+  } else if (!verifierMatches(exchange.codeVerifier, code.codeChallenge)) {
+    throw new TokenError("invalid_grant", "code_verifier does not match the code_challenge");
+  }
+  if (code.grantRevokedAt !== null) {
+    throw new TokenError("invalid_grant", "The grant behind this code was revoked");
+  }
+
+  const issued = await db.transaction(async (tx) => {
+    // The claim is one conditional update: of two concurrent redemptions, the second waits
+    // for the first to commit and then finds the code used.
+    const claimed = await tx
+      .update(oauthCodes)
+      .set({ usedAt: sql`now()` })
+      .where(
+        and(
+          eq(oauthCodes.id, code.id),
+          isNull(oauthCodes.usedAt),
+          gt(oauthCodes.expiresAt, sql`now()`),
+        ),
+      )
+      .returning({ id: oauthCodes.id });
+    if (claimed.length === 0) return null;
+    return createToken(tx, {
+      organizationId: code.organizationId,
+      userId: code.userId,
+      scopes: code.scopes.filter(isScope),
+      grantId: code.grantId,
+      oauthCodeId: code.id,
+      name: `OAuth: ${exchange.client.name}`,
+    });
+  });
+  if (issued === null) {
+    await revokeTokensOfCode(db, code.id);
+    throw reused();
+  }
+  return { accessToken: issued.token, scopes: issued.scopes };
+}

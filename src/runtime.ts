@@ -1,0 +1,81 @@
+import path from "node:path";
+import { Redis } from "ioredis";
+import type { Logger } from "pino";
+import type { Config } from "./config.js";
+import { type Database, openPglite, openPostgres } from "./db/client.js";
+import { claimEmbeddedDatabase } from "./db/embedded-lock.js";
+import { createBullmqQueue } from "./queue/bullmq-queue.js";
+import { createInProcessQueue } from "./queue/in-process-queue.js";
+import type { JobQueue } from "./queue/queue.js";
+import { closeWebhookAgents } from "./webhooks/http-client.js";
+import type { WorkspaceJobs } from "./worker.js";
+
+/** The connections a process holds, opened in the mode the configuration selects. */
+export type Runtime = {
+  config: Config;
+  logger: Logger;
+  database: Database;
+  redis: Redis | undefined;
+  queue: JobQueue<WorkspaceJobs>;
+  close(): Promise<void>;
+};
+
+export async function openDatabase(
+  config: Config,
+  logger?: Logger,
+): Promise<{ database: Database; release: () => void }> {
+  if (config.databaseUrl !== undefined) {
+    const onQuery = logger?.isLevelEnabled("trace")
+      ? (query: string) => logger.trace({ query }, "sql")
+      : undefined;
+    return { database: openPostgres(config.databaseUrl, { onQuery }), release: () => {} };
+  }
+  const release = claimEmbeddedDatabase(config.dataDir);
+  try {
+    return { database: await openPglite(path.join(config.dataDir, "pglite")), release };
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+async function connectRedis(redisUrl: string): Promise<Redis> {
+  // Request-path commands (rate limit, readiness) fail fast while Redis is away.
+  const redis = new Redis(redisUrl, {
+    lazyConnect: true,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+  });
+  redis.on("error", () => {});
+  await redis.connect();
+  return redis;
+}
+
+export async function openRuntime(config: Config, logger: Logger): Promise<Runtime> {
+  const { database, release } = await openDatabase(config, logger);
+  if (config.migrateOnStart) await database.migrate();
+  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl);
+  const queue =
+    config.redisUrl === undefined
+      ? createInProcessQueue<WorkspaceJobs>(logger)
+      : createBullmqQueue<WorkspaceJobs>({
+          redisUrl: config.redisUrl,
+          prefix: config.queuePrefix,
+          logger,
+          lockDurationMs: config.workerLockSeconds * 1000,
+        });
+  return {
+    config,
+    logger,
+    database,
+    redis,
+    queue,
+    async close() {
+      await queue.close();
+      await closeWebhookAgents();
+      redis?.disconnect();
+      await database.close();
+      release();
+    },
+  };
+}

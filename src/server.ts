@@ -1,0 +1,15 @@
+import type { FastifyInstance } from "fastify";
+import { buildApp } from "./app.js";
+import type { Runtime } from "./runtime.js";
+
+export async function startApi(runtime: Runtime): Promise<FastifyInstance> {
+  const app = await buildApp({
+    config: runtime.config,
+    database: runtime.database,
+    logger: runtime.logger,
+    redis: runtime.redis,
+    queue: runtime.queue,
+  });
+  await app.listen({ port: runtime.config.port, host: runtime.config.host });
+  return app;
+}

@@ -1,0 +1,143 @@
+import { createHmac } from "node:crypto";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import cookie from "@fastify/cookie";
+import csrfProtection from "@fastify/csrf-protection";
+import formbody from "@fastify/formbody";
+import helmet from "@fastify/helmet";
+import session from "@fastify/session";
+import view from "@fastify/view";
+import { Eta } from "eta";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Config } from "../config.js";
+import { ApiError } from "../http/errors.js";
+import { PageError, renderErrorPage } from "./pages.js";
+import { pageDirectives } from "./security-headers.js";
+import { DatabaseSessionStore } from "./session-store.js";
+import { findViewsFolder } from "./views.js";
+
+/** An absolute lifetime: a session ends this long after sign-in, however busy. */
+export const SESSION_MAX_AGE_MS = 8 * 60 * 60 * 1000;
+
+/** `__Host-` (RFC 6265bis) pins the cookie to this host and path `/`; it needs Secure. */
+export function sessionCookieName(config: Config): string {
+  return config.isProduction ? "__Host-svc_session" : "svc_session";
+}
+
+// SECRET_KEY also encrypts webhook secrets; the cookie signer gets a key of its own derived
+// from it, so neither use can leak into the other.
+function sessionSigningKey(secretKey: string): string {
+  return createHmac("sha256", secretKey).update("workspace-service session cookie").digest("hex");
+}
+
+function describeCsrfFailure(error: FastifyError): string | null {
+  if (error.code === "FST_CSRF_MISSING_SECRET" || error.code === "FST_CSRF_INVALID_TOKEN") {
+    return "This form could not be verified: it is missing its security token or the token has expired. Go back, reload the page and try again.";
+  }
+  return null;
+}
+
+async function answerWithErrorPage(
+  error: FastifyError,
+  request: FastifyRequest,
+  reply: FastifyReply,
+) {
+  if (error instanceof PageError) {
+    return renderErrorPage(request, reply, error.statusCode, error.title, error.message);
+  }
+  const csrfFailure = describeCsrfFailure(error);
+  if (csrfFailure !== null) {
+    return renderErrorPage(request, reply, 403, "Form not accepted", csrfFailure);
+  }
+  if (error instanceof ApiError && error.statusCode < 500) {
+    return renderErrorPage(request, reply, error.statusCode, "Request not accepted", error.message);
+  }
+  if (typeof error.statusCode === "number" && error.statusCode >= 400 && error.statusCode < 500) {
+    request.log.info({ err: error }, "browser request refused");
+    return renderErrorPage(
+      request,
+      reply,
+      400,
+      "Request not accepted",
+      "The request could not be read. Go back and try again.",
+    );
+  }
+  request.log.error({ err: error }, "unhandled error on a page");
+  return renderErrorPage(
+    request,
+    reply,
+    500,
+    "Something went wrong",
+    "The page could not be shown. Try again in a moment.",
+  );
+}
+
+/**
+ * Everything the browser pages share, registered into their own encapsulated scope so the JSON
+ * API never sees cookies, sessions or form bodies: a server-side session in the database,
+ * CSRF tokens bound to it, security headers, Eta templates and an error handler that renders.
+ */
+export async function registerBrowserPlumbing(app: FastifyInstance, config: Config): Promise<void> {
+  app.decorateRequest("webUser", undefined);
+  // Pages are not API operations: none of them belongs in the OpenAPI document.
+  app.addHook("onRoute", (route) => {
+    route.schema = { ...route.schema, hide: true };
+  });
+  await app.register(cookie);
+  await app.register(session, {
+    secret: sessionSigningKey(config.secretKey),
+    cookieName: sessionCookieName(config),
+    store: new DatabaseSessionStore(app.db, SESSION_MAX_AGE_MS),
+    // No row for a visitor until something is worth keeping (a CSRF secret, a sign-in).
+    saveUninitialized: false,
+    rolling: false,
+    cookie: {
+      path: "/",
+      httpOnly: true,
+      sameSite: "lax",
+      secure: config.isProduction,
+      maxAge: SESSION_MAX_AGE_MS,
+    },
+  });
+  await app.register(csrfProtection, {
+    sessionPlugin: "@fastify/session",
+    // Forms only: the token travels as a hidden field, never in a header a script could set.
+    getToken: (request) => {
+      const token = (request.body as { _csrf?: unknown } | undefined)?._csrf;
+      return typeof token === "string" ? token : undefined;
+    },
+  });
+  await app.register(helmet, {
+    global: true,
+    contentSecurityPolicy: { useDefaults: false, directives: pageDirectives(config.isProduction) },
+    frameguard: { action: "deny" },
+    referrerPolicy: { policy: "no-referrer" },
+    hsts: config.isProduction ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+  });
+  await app.register(formbody);
+  const views = findViewsFolder();
+  await app.register(view, {
+    engine: { eta: new Eta({ autoEscape: true }) },
+    root: views,
+    production: config.isProduction,
+  });
+
+  // Pages show tokens, secrets and member data: no cache may keep them.
+  app.addHook("onRequest", async (_request, reply) => {
+    reply.header("Cache-Control", "no-store");
+  });
+  // Every form carries a CSRF token; a POST without a valid one never reaches its handler.
+  app.addHook("preHandler", (request, reply, done) => {
+    if (request.method !== "POST") return done();
+    app.csrfProtection(request, reply, done);
+  });
+  app.setErrorHandler(answerWithErrorPage);
+
+  const stylesheet = readFileSync(path.join(views, "site.css"), "utf8");
+  app.get("/assets/site.css", async (_request, reply) =>
+    reply
+      .type("text/css; charset=utf-8")
+      .header("Cache-Control", "public, max-age=3600")
+      .send(stylesheet),
+  );
+}

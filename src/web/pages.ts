@@ -1,0 +1,74 @@
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { currentUser } from "./members.js";
+
+/** A refusal the browser pages answer with a rendered page of this status. */
+export class PageError extends Error {
+  constructor(
+    readonly statusCode: number,
+    readonly title: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "PageError";
+  }
+}
+
+export type PageData = { title: string } & Record<string, unknown>;
+
+function csrfTokenOf(request: FastifyRequest, reply: FastifyReply): string | null {
+  // No session (the store failed, or it was just destroyed): nothing to post anyway.
+  if (request.session === null || typeof request.session.regenerate !== "function") return null;
+  return reply.generateCsrf();
+}
+
+/** Takes the one-time notice a redirect left in the session. */
+function takeNotice(request: FastifyRequest): string | null {
+  const notice = request.session?.notice;
+  if (typeof notice !== "string") return null;
+  request.session.notice = undefined;
+  return notice;
+}
+
+async function send(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  template: string,
+  data: PageData,
+  status: number,
+) {
+  const html = await reply.viewAsync(template, {
+    ...data,
+    user: request.webUser ?? null,
+    csrfToken: csrfTokenOf(request, reply),
+    notice: takeNotice(request),
+  });
+  return reply.code(status).type("text/html; charset=utf-8").send(html);
+}
+
+/** Renders a page through its Eta template inside the layout (signed-in member, CSRF token). */
+export async function renderPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  template: string,
+  data: PageData,
+  status = 200,
+) {
+  await currentUser(request.server.db, request);
+  return send(request, reply, template, data, status);
+}
+
+/** The error page; it never queries anything, so it renders even when the database is away. */
+export function renderErrorPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  message: string,
+) {
+  return send(request, reply, "error", { title, message }, status);
+}
+
+/** Leaves a one-line notice for the page the next redirect shows. */
+export function leaveNotice(request: FastifyRequest, notice: string): void {
+  request.session.notice = notice;
+}

@@ -1,0 +1,214 @@
+import { lookup as systemLookup } from "node:dns";
+import type { LookupFunction } from "node:net";
+import { Agent, buildConnector, request } from "undici";
+import { isForbiddenAddress } from "./url-policy.js";
+
+/**
+ * The HTTP POST that delivers one webhook (spec, "Events": a 2xx within 10 seconds is success,
+ * anything else is retried). Redirects are never followed, the response is read only up to a
+ * small cap, and in production the connection itself refuses private and reserved addresses.
+ */
+
+export interface WebhookRequest {
+  url: string;
+  /** The exact bytes that were signed; sent unchanged. */
+  body: Buffer;
+  headers: Record<string, string>;
+}
+
+export interface WebhookPostOptions {
+  production: boolean;
+  /** Bound on the whole exchange: connect, headers and body. */
+  timeoutMs?: number;
+}
+
+export interface DeliveryOutcome {
+  ok: boolean;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+  responseSnippet: string | null;
+}
+
+const DEFAULT_TIMEOUT_MS = 10_000;
+
+// A small body is drained so the keep-alive connection can be reused; anything bigger is cut off
+// and its connection destroyed, so a receiver streaming megabytes costs us nothing.
+const MAX_RESPONSE_BYTES = 64 * 1024;
+const SNIPPET_BYTES = 1024;
+
+/** Raised by the production connector; its message is what ends up in the attempt's error. */
+export class ForbiddenAddressError extends Error {
+  readonly code = "ERR_WEBHOOK_FORBIDDEN_ADDRESS";
+
+  constructor(readonly address: string) {
+    super(`connection to forbidden address ${address} refused`);
+    this.name = "ForbiddenAddressError";
+  }
+}
+
+/**
+ * Drops forbidden addresses from name resolution so a host with both public and private addresses
+ * is reached on a public one, and a host with only private ones fails before any packet is sent.
+ */
+const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
+  systemLookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error) {
+      callback(error, []);
+      return;
+    }
+    const allowed = addresses.filter((entry) => !isForbiddenAddress(entry.address));
+    const [first] = allowed;
+    if (first === undefined) {
+      const refused = addresses[0]?.address ?? hostname;
+      callback(new ForbiddenAddressError(refused), []);
+      return;
+    }
+    // Node asks for all addresses when it races IPv4 and IPv6 (autoSelectFamily), otherwise one.
+    if (options.all) callback(null, allowed);
+    else callback(null, first.address, first.family);
+  });
+};
+
+/**
+ * A connector that checks the peer address of the TCP connection before anything is sent on it.
+ * The lookup filter alone would miss IP-literal URLs (Node does not resolve those), and checking
+ * `remoteAddress` of the connected socket is what makes DNS rebinding useless: whatever the name
+ * resolved to, the address we are actually connected to is the one judged. For https the TLS
+ * handshake runs on the already-checked socket, so no ClientHello reaches a forbidden host.
+ */
+function buildPublicOnlyConnector(): buildConnector.connector {
+  const connectTcpOrTls = buildConnector({ lookup: publicOnlyLookup });
+  return (options, callback) => {
+    const defaultPort = options.protocol === "https:" ? "443" : "80";
+    connectTcpOrTls(
+      { ...options, protocol: "http:", port: options.port || defaultPort, httpSocket: undefined },
+      (...result) => {
+        const [error, socket] = result;
+        if (error !== null) {
+          callback(error, null);
+          return;
+        }
+        const address = socket.remoteAddress;
+        if (address === undefined || isForbiddenAddress(address)) {
+          socket.destroy();
+          callback(new ForbiddenAddressError(address ?? "unknown"), null);
+          return;
+        }
+        if (options.protocol !== "https:") {
+          callback(null, socket);
+          return;
+        }
+        connectTcpOrTls({ ...options, httpSocket: socket }, callback);
+      },
+    );
+  };
+}
+
+// One agent per mode for the life of the process, so connections to a receiver are reused.
+// Per-origin connections are capped so one slow receiver cannot take every socket.
+const AGENT_OPTIONS = {
+  connections: 10,
+  keepAliveTimeout: 10_000,
+  keepAliveMaxTimeout: 60_000,
+} as const;
+
+let productionAgent: Agent | undefined;
+let localAgent: Agent | undefined;
+
+function agentFor(production: boolean): Agent {
+  if (production) {
+    productionAgent ??= new Agent({ ...AGENT_OPTIONS, connect: buildPublicOnlyConnector() });
+    return productionAgent;
+  }
+  // Outside production receivers live on 127.0.0.1, so there is nothing to refuse.
+  localAgent ??= new Agent(AGENT_OPTIONS);
+  return localAgent;
+}
+
+/** Closes the shared agents (waiting for requests in flight); call on shutdown. */
+export async function closeWebhookAgents(): Promise<void> {
+  const agents = [productionAgent, localAgent].filter((agent) => agent !== undefined);
+  productionAgent = undefined;
+  localAgent = undefined;
+  await Promise.all(agents.map((agent) => agent.close()));
+}
+
+function describeTimeout(timeoutMs: number): string {
+  return timeoutMs % 1000 === 0 ? `${timeoutMs / 1000} s` : `${timeoutMs} ms`;
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof ForbiddenAddressError) return error.message;
+  if (!(error instanceof Error)) return `request failed: ${String(error)}`;
+  const code = "code" in error && typeof error.code === "string" ? error.code : undefined;
+  const detail =
+    code !== undefined && !error.message.includes(code)
+      ? `${error.message} (${code})`
+      : error.message;
+  return `request failed: ${detail}`;
+}
+
+function decodeSnippet(bytes: Buffer): string {
+  // stream: true holds back a multi-byte character cut at the 1 KiB boundary instead of
+  // emitting a replacement character for it.
+  return new TextDecoder("utf-8").decode(bytes.subarray(0, SNIPPET_BYTES), { stream: true });
+}
+
+/**
+ * POSTs the given bytes and headers once. Never throws: every failure is an outcome with `error`
+ * set, so the caller records it as an attempt. The `User-Agent` is the caller's to set.
+ */
+export async function postWebhook(
+  webhook: WebhookRequest,
+  options: WebhookPostOptions,
+): Promise<DeliveryOutcome> {
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const signal = AbortSignal.timeout(timeoutMs);
+  const startedAt = performance.now();
+  let statusCode: number | null = null;
+  const received: Buffer[] = [];
+  let receivedBytes = 0;
+
+  const outcome = (error: string | null): DeliveryOutcome => ({
+    ok: error === null,
+    statusCode,
+    error,
+    durationMs: Math.round(performance.now() - startedAt),
+    responseSnippet: statusCode === null ? null : decodeSnippet(Buffer.concat(received)),
+  });
+
+  try {
+    const response = await request(webhook.url, {
+      method: "POST",
+      headers: webhook.headers,
+      body: webhook.body,
+      dispatcher: agentFor(options.production),
+      signal,
+    });
+    statusCode = response.statusCode;
+    try {
+      for await (const chunk of response.body) {
+        const bytes = chunk as Buffer;
+        received.push(bytes);
+        receivedBytes += bytes.length;
+        if (receivedBytes >= MAX_RESPONSE_BYTES) break;
+      }
+    } finally {
+      // Leaving the loop early (cap reached) or on error must release the socket, not leave the
+      // rest of the body buffered.
+      if (!response.body.destroyed) response.body.destroy();
+    }
+  } catch (error) {
+    // Our own signal is the only thing that aborts, so its state says "timed out" without
+    // inspecting which error class undici surfaced it as.
+    if (signal.aborted) return outcome(`timed out after ${describeTimeout(timeoutMs)}`);
+    return outcome(describeError(error));
+  }
+
+  if (statusCode >= 200 && statusCode < 300) return outcome(null);
+  if (statusCode >= 300 && statusCode < 400) {
+    return outcome(`HTTP ${statusCode} (redirects are not followed)`);
+  }
+  return outcome(`HTTP ${statusCode}`);
+}

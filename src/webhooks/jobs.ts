@@ -1,0 +1,88 @@
+import type { Config } from "../config.js";
+import type { Db } from "../db/client.js";
+import type { JobHandlers, JobQueue } from "../queue/queue.js";
+import { attemptDelivery, type DeliveryTrigger, type WebhookLog } from "./delivery.js";
+import { claimRetryPass } from "./retry-pass.js";
+import { createPingDelivery } from "./service.js";
+
+/** The worker's jobs; payloads carry ids only, never bodies or secrets. */
+export type WebhookJobs = {
+  deliverWebhook: { deliveryId: string; trigger: DeliveryTrigger };
+  runRetryPass: Record<string, never>;
+};
+
+export type WebhookRuntime = {
+  db: Db;
+  config: Config;
+  logger: WebhookLog;
+  queue: JobQueue<WebhookJobs>;
+};
+
+/**
+ * Queues an attempt. The job id is derived from the delivery's state so a duplicate request for
+ * the same attempt is dropped by the queue (BullMQ ids may not contain ':').
+ */
+export async function enqueueAttempt(
+  queue: JobQueue<WebhookJobs>,
+  deliveryId: string,
+  trigger: DeliveryTrigger,
+  options: { jobKey: string; delayMs?: number },
+): Promise<void> {
+  await queue.enqueue(
+    "deliverWebhook",
+    { deliveryId, trigger },
+    { jobId: `delivery-${deliveryId}-${options.jobKey}`, delayMs: options.delayMs },
+  );
+}
+
+/**
+ * Runs the daily pass (or, with an organisation, an admin's "retry failed deliveries now"):
+ * claims in Postgres, then one job per delivery.
+ */
+export async function queueRetryPass(
+  runtime: WebhookRuntime,
+  organizationId?: string,
+): Promise<number> {
+  const claimed = await claimRetryPass(
+    runtime.db,
+    runtime.config.webhooks.retryPasses,
+    organizationId,
+  );
+  for (const { id, passes } of claimed) {
+    await enqueueAttempt(runtime.queue, id, "pass", { jobKey: `p${passes}` });
+  }
+  runtime.logger.info({ deliveries: claimed.length }, "webhook retry pass queued");
+  return claimed.length;
+}
+
+/**
+ * The ping: its synthetic delivery is recorded, then queued. If the queue refuses it now, the
+ * delivery row is still the record and the worker's recovery loop sends it within minutes.
+ */
+export async function queuePing(
+  runtime: Pick<WebhookRuntime, "db" | "queue" | "logger">,
+  input: { organizationId: string; webhookId: string; actorId: string | null },
+): Promise<void> {
+  const { deliveryId } = await createPingDelivery(runtime.db, input);
+  await enqueueAttempt(runtime.queue, deliveryId, "scheduled", { jobKey: "a0" }).catch(
+    (err: unknown) =>
+      runtime.logger.warn({ err, deliveryId }, "ping left for recovery: the queue refused it"),
+  );
+}
+
+export function webhookJobHandlers(runtime: WebhookRuntime): JobHandlers<WebhookJobs> {
+  return {
+    deliverWebhook: async ({ deliveryId, trigger }) => {
+      const report = await attemptDelivery(runtime, deliveryId, trigger);
+      if (report?.retryAt) {
+        await enqueueAttempt(runtime.queue, deliveryId, "scheduled", {
+          jobKey: `a${report.attempts}`,
+          delayMs: Math.max(0, report.retryAt.getTime() - Date.now()),
+        });
+      }
+    },
+    runRetryPass: async () => {
+      await queueRetryPass(runtime);
+    },
+  };
+}

@@ -1,0 +1,260 @@
+import { and, asc, desc, eq, sql } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import {
+  changeEvents,
+  webhookAttempts,
+  webhookDeliveries,
+  webhookSubscriptions,
+  webhooks,
+} from "../db/schema/index.js";
+import { InvalidRequest, NotFound } from "../http/errors.js";
+import {
+  type ChangeEventType,
+  catalogueEntry,
+  changeEventCatalogue,
+} from "../modules/change-events/catalogue.js";
+import { encryptSecret, generateSigningSecret } from "./secret-box.js";
+import { checkWebhookUrl } from "./url-policy.js";
+
+export const webhookEventTypes: ChangeEventType[] = changeEventCatalogue.map((entry) => entry.type);
+
+export type RegistrationSettings = { secretKey: string; production: boolean };
+
+function isEventType(type: string): type is ChangeEventType {
+  return (webhookEventTypes as string[]).includes(type);
+}
+
+/** `all`, or a list of catalogue types in the caller's order; anything else is refused naming it. */
+export function parseEventTypes(requested: readonly string[]): ChangeEventType[] {
+  if (requested.length === 1 && requested[0] === "all") return [...webhookEventTypes];
+  const unknown = requested.filter((type) => !isEventType(type));
+  if (unknown.length > 0)
+    throw new InvalidRequest(`events: unknown event type ${unknown.join(", ")}`);
+  const types = [...new Set(requested)].filter(isEventType);
+  if (types.length === 0) throw new InvalidRequest("events: subscribe to at least one event type");
+  return types;
+}
+
+export type NewWebhook = {
+  organizationId: string;
+  url: string;
+  events: readonly string[];
+  createdBy?: string | null;
+};
+
+/** Registers a webhook; the signing secret is returned this once and stored encrypted. */
+export async function createWebhook(
+  db: Db,
+  settings: RegistrationSettings,
+  input: NewWebhook,
+): Promise<{ id: string; secret: string }> {
+  const checked = await checkWebhookUrl(input.url, { production: settings.production });
+  if (!checked.ok) throw new InvalidRequest(`url: ${checked.reason}`);
+  const events = parseEventTypes(input.events);
+  const secret = generateSigningSecret();
+  return db.transaction(async (tx) => {
+    const [webhook] = await tx
+      .insert(webhooks)
+      .values({
+        organizationId: input.organizationId,
+        // Stored as the admin wrote it (it passed the checks), so lists show it back unchanged.
+        url: input.url.trim(),
+        secretCiphertext: encryptSecret(settings.secretKey, secret),
+        createdBy: input.createdBy ?? null,
+      })
+      .returning({ id: webhooks.id });
+    if (webhook === undefined) throw new Error("webhook insert returned no row");
+    await tx
+      .insert(webhookSubscriptions)
+      .values(
+        events.map((eventType, position) => ({ webhookId: webhook.id, eventType, position })),
+      );
+    return { id: webhook.id, secret };
+  });
+}
+
+export type WebhookSummary = {
+  id: string;
+  url: string;
+  events: string[];
+  enabled: boolean;
+  disabledReason: string | null;
+  createdAt: string;
+};
+
+export async function listWebhooks(db: Db, organizationId: string): Promise<WebhookSummary[]> {
+  const rows = await db
+    .select({
+      id: webhooks.id,
+      url: webhooks.url,
+      enabled: webhooks.enabled,
+      disabledReason: webhooks.disabledReason,
+      createdAt: webhooks.createdAt,
+      events: sql<
+        string[]
+      >`coalesce(array_agg(${webhookSubscriptions.eventType} order by ${webhookSubscriptions.position}, ${webhookSubscriptions.eventType}) filter (where ${webhookSubscriptions.eventType} is not null), '{}')`,
+    })
+    .from(webhooks)
+    .leftJoin(webhookSubscriptions, eq(webhookSubscriptions.webhookId, webhooks.id))
+    .where(eq(webhooks.organizationId, organizationId))
+    .groupBy(webhooks.id)
+    .orderBy(asc(webhooks.createdAt), asc(webhooks.id));
+  return rows.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() }));
+}
+
+/** The webhook, within an organisation when one is given (admin pages), else anywhere (CLI). */
+async function findWebhook(db: Db, id: string, organizationId?: string) {
+  const conditions = [eq(webhooks.id, id)];
+  if (organizationId !== undefined) conditions.push(eq(webhooks.organizationId, organizationId));
+  const [webhook] = await db
+    .select()
+    .from(webhooks)
+    .where(and(...conditions));
+  if (webhook === undefined) throw new NotFound(`No webhook with id ${id}`);
+  return webhook;
+}
+
+/** Enabling clears an automatic disable, and the failure run that caused it. */
+export async function setWebhookEnabled(
+  db: Db,
+  input: { id: string; enabled: boolean; organizationId?: string },
+): Promise<void> {
+  await findWebhook(db, input.id, input.organizationId);
+  await db
+    .update(webhooks)
+    .set(
+      input.enabled
+        ? { enabled: true, disabledReason: null, failingSince: null }
+        : { enabled: false, disabledReason: "disabled by an admin" },
+    )
+    .where(eq(webhooks.id, input.id));
+}
+
+export type DeliverySummary = {
+  id: string;
+  eventId: number;
+  type: string;
+  status: string;
+  attempts: number;
+  passes: number;
+  lastStatusCode: number | null;
+  lastError: string | null;
+  /** Every attempt's answer, oldest first: its status code, or its error when none came. */
+  responses: string[];
+  lastAttemptAt: string | null;
+  nextAttemptAt: string | null;
+  createdAt: string;
+};
+
+/** The delivery log of one webhook, newest first, with the outcome of each last attempt. */
+export async function listDeliveries(
+  db: Db,
+  input: { webhookId: string; organizationId?: string; limit?: number },
+): Promise<DeliverySummary[]> {
+  await findWebhook(db, input.webhookId, input.organizationId);
+  const history = db
+    .select({
+      responses: sql<
+        string[]
+      >`array_agg(coalesce(${webhookAttempts.statusCode}::text, ${webhookAttempts.error}) order by ${webhookAttempts.attemptedAt})`.as(
+        "responses",
+      ),
+      lastStatusCode: sql<
+        number | null
+      >`(array_agg(${webhookAttempts.statusCode} order by ${webhookAttempts.attemptedAt} desc))[1]`.as(
+        "last_status_code",
+      ),
+      lastError: sql<
+        string | null
+      >`(array_agg(${webhookAttempts.error} order by ${webhookAttempts.attemptedAt} desc))[1]`.as(
+        "last_error",
+      ),
+    })
+    .from(webhookAttempts)
+    .where(eq(webhookAttempts.deliveryId, webhookDeliveries.id))
+    .as("history");
+  const rows = await db
+    .select({
+      id: webhookDeliveries.id,
+      eventId: webhookDeliveries.changeEventId,
+      type: changeEvents.type,
+      status: webhookDeliveries.status,
+      attempts: webhookDeliveries.attempts,
+      passes: webhookDeliveries.passes,
+      lastStatusCode: history.lastStatusCode,
+      lastError: history.lastError,
+      responses: history.responses,
+      lastAttemptAt: webhookDeliveries.lastAttemptAt,
+      nextAttemptAt: webhookDeliveries.nextAttemptAt,
+      createdAt: webhookDeliveries.createdAt,
+    })
+    .from(webhookDeliveries)
+    .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
+    .leftJoinLateral(history, sql`true`)
+    .where(eq(webhookDeliveries.webhookId, input.webhookId))
+    .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.changeEventId))
+    .limit(input.limit ?? 100);
+  return rows.map((row) => ({
+    ...row,
+    responses: row.responses ?? [],
+    lastAttemptAt: row.lastAttemptAt?.toISOString() ?? null,
+    nextAttemptAt: row.nextAttemptAt?.toISOString() ?? null,
+    createdAt: row.createdAt.toISOString(),
+  }));
+}
+
+/** The delivery, checked to belong to the organisation when one is given. */
+export async function findDelivery(db: Db, deliveryId: string, organizationId?: string) {
+  const conditions = [eq(webhookDeliveries.id, deliveryId)];
+  if (organizationId !== undefined) conditions.push(eq(webhooks.organizationId, organizationId));
+  const [delivery] = await db
+    .select({ id: webhookDeliveries.id, webhookId: webhookDeliveries.webhookId })
+    .from(webhookDeliveries)
+    .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
+    .where(and(...conditions));
+  if (delivery === undefined) throw new NotFound(`No delivery with id ${deliveryId}`);
+  return delivery;
+}
+
+/**
+ * The ping (spec, "Write endpoints"): a synthetic `change.created` event and its one delivery
+ * to the named webhook, written together. Works on a disabled webhook too: it is how an admin
+ * tests an endpoint before enabling it.
+ */
+export async function createPingDelivery(
+  db: Db,
+  input: { organizationId: string; webhookId: string; actorId: string | null },
+): Promise<{ deliveryId: string }> {
+  return db.transaction(async (tx) => {
+    const [webhook] = await tx
+      .select({ id: webhooks.id })
+      .from(webhooks)
+      .where(
+        and(eq(webhooks.id, input.webhookId), eq(webhooks.organizationId, input.organizationId)),
+      );
+    if (webhook === undefined)
+      throw new InvalidRequest("webhook_id: no such webhook in this organisation");
+    const ping = catalogueEntry("change.created");
+    const [event] = await tx
+      .insert(changeEvents)
+      .values({
+        organizationId: input.organizationId,
+        type: ping.type,
+        action: ping.action,
+        targetKind: ping.targetKind,
+        targetId: webhook.id,
+        actorId: input.actorId,
+        diff: { before: {}, after: {} },
+        // Addressed to this one webhook: the relay must not fan it out to others.
+        fannedOutAt: sql`now()`,
+      })
+      .returning({ id: changeEvents.id });
+    if (event === undefined) throw new Error("change event insert returned no row");
+    const [delivery] = await tx
+      .insert(webhookDeliveries)
+      .values({ webhookId: webhook.id, changeEventId: event.id, nextAttemptAt: sql`now()` })
+      .returning({ id: webhookDeliveries.id });
+    if (delivery === undefined) throw new Error("delivery insert returned no row");
+    return { deliveryId: delivery.id };
+  });
+}

@@ -1,0 +1,173 @@
+import { promises as dns } from "node:dns";
+import ipaddr from "ipaddr.js";
+
+/**
+ * Which webhook URLs may be registered (spec, "Events" → "Registration rules"), and which network
+ * addresses a delivery may reach. The address classifier is shared with the delivery client,
+ * which repeats the check on the address it actually connected to.
+ */
+
+export type WebhookUrlCheck = { ok: true; url: string } | { ok: false; reason: string };
+
+export interface WebhookUrlPolicyOptions {
+  production: boolean;
+  /** Resolves a host name to its addresses; defaults to the system resolver (`dns.lookup`). */
+  resolve?: (hostname: string) => Promise<string[]>;
+}
+
+// Generous for any real receiver; stops a pasted blob from being stored and echoed back to admins.
+const MAX_URL_LENGTH = 2048;
+
+// Outside production a developer may point a webhook at a receiver on their own machine.
+const LOCAL_HTTP_HOSTS = new Set(["localhost", "127.0.0.1"]);
+
+// IANA's global unicast block (RFC 4291 §2.4); everything else in the v6 space outside the
+// embedded-v4 forms handled below (IPv4-compatible ::/96, IETF-reserved space) is not a receiver.
+const IPV6_GLOBAL_UNICAST = ipaddr.parseCIDR("2000::/3");
+
+// RFC 6052 well-known NAT64 prefix: a DNS64 resolver synthesises these for v4-only hosts, so the
+// embedded v4 is what is really reached. The local-use prefix 64:ff9b:1::/48 (RFC 8215) is
+// deliberately not unwrapped: it only exists inside an operator's own network.
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR("64:ff9b::/96");
+
+type IPAddress = ipaddr.IPv4 | ipaddr.IPv6;
+
+function parseAddress(address: string): IPAddress | null {
+  // URL hosts bracket IPv6 literals; socket addresses do not.
+  const bare = address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address;
+  return ipaddr.isValid(bare) ? ipaddr.parse(bare) : null;
+}
+
+/**
+ * The IPv4 address a v6 address really leads to, for the forms that are only a v6 spelling of a
+ * v4 destination: IPv4-mapped (::ffff:a.b.c.d), IPv4-translated (::ffff:0:a.b.c.d, RFC 6145) and
+ * well-known NAT64 (64:ff9b::a.b.c.d).
+ */
+function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const range = address.range();
+  const isEmbedding =
+    range === "ipv4Mapped" ||
+    range === "rfc6145" ||
+    (range === "rfc6052" && address.match(NAT64_WELL_KNOWN));
+  if (!isEmbedding) return undefined;
+  const [high = 0, low = 0] = address.parts.slice(6);
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
+}
+
+/**
+ * True when a delivery must not reach this address: anything that is not ordinary public unicast
+ * (loopback, private, shared/CGNAT, link-local including cloud metadata, unique-local, multicast,
+ * broadcast, unspecified, documentation, benchmarking and other reserved ranges). v6 spellings of
+ * a v4 destination are judged by the v4 address. 6to4 (2002::/16) and Teredo (2001::/32) are
+ * refused outright rather than unwrapped: both are deprecated relay mechanisms (RFC 7526) and a
+ * real receiver has a native address. An address that does not parse is forbidden (fail closed).
+ */
+export function isForbiddenAddress(address: string): boolean {
+  const parsed = parseAddress(address);
+  if (parsed === null) return true;
+  if (parsed instanceof ipaddr.IPv4) return parsed.range() !== "unicast";
+  const embedded = embeddedIPv4(parsed);
+  if (embedded !== undefined) return embedded.range() !== "unicast";
+  return parsed.range() !== "unicast" || !parsed.match(IPV6_GLOBAL_UNICAST);
+}
+
+async function resolveWithSystem(hostname: string): Promise<string[]> {
+  // verbatim keeps the resolver's order, which is the order a connection would try them in.
+  const results = await dns.lookup(hostname, { all: true, verbatim: true });
+  return results.map((result) => result.address);
+}
+
+function isIpLiteral(hostname: string): boolean {
+  // The WHATWG parser has already rewritten every IPv4 spelling (decimal, octal, hex, short
+  // forms) to a dotted quad and brackets every IPv6 literal, so these two shapes are all of them.
+  return hostname.startsWith("[") || ipaddr.IPv4.isValidFourPartDecimal(hostname);
+}
+
+function isLocalhostName(hostname: string): boolean {
+  // RFC 6761 §6.3: localhost and every name under it are loopback, whatever DNS says; a trailing
+  // dot is the same name written fully qualified.
+  const name = hostname.replace(/\.+$/, "");
+  return name === "localhost" || name.endsWith(".localhost");
+}
+
+function refuse(reason: string): WebhookUrlCheck {
+  return { ok: false, reason };
+}
+
+/**
+ * Checks a webhook URL at registration. On success returns the URL as the WHATWG parser
+ * normalises it, which is what should be stored. A fragment is refused: it is never sent to the
+ * receiver, so a URL carrying one is almost always a paste mistake and storing it would mislead.
+ */
+export async function checkWebhookUrl(
+  input: string,
+  options: WebhookUrlPolicyOptions,
+): Promise<WebhookUrlCheck> {
+  if (input.length > MAX_URL_LENGTH) {
+    return refuse(`URL is too long (at most ${MAX_URL_LENGTH} characters)`);
+  }
+  let url: URL;
+  try {
+    url = new URL(input);
+  } catch {
+    return refuse("URL is not a valid absolute URL");
+  }
+
+  const isLocalHttp =
+    !options.production && url.protocol === "http:" && LOCAL_HTTP_HOSTS.has(url.hostname);
+  if (url.protocol !== "https:" && !isLocalHttp) {
+    return refuse(
+      options.production
+        ? "URL must use https"
+        : "URL must use https (http is allowed only for localhost and 127.0.0.1 outside production)",
+    );
+  }
+  if (url.username !== "" || url.password !== "") {
+    return refuse("URL must not contain credentials");
+  }
+  // An empty fragment ("...#") leaves url.hash empty, but href keeps the "#".
+  if (url.href.includes("#")) {
+    return refuse("URL must not contain a fragment");
+  }
+
+  if (options.production) {
+    const reason = await refuseNonPublicHost(url.hostname, options.resolve ?? resolveWithSystem);
+    if (reason !== null) return refuse(reason);
+  }
+  return { ok: true, url: url.href };
+}
+
+async function refuseNonPublicHost(
+  hostname: string,
+  resolve: (hostname: string) => Promise<string[]>,
+): Promise<string | null> {
+  if (isIpLiteral(hostname)) {
+    const address = hostname.replace(/^\[|\]$/g, "");
+    return isForbiddenAddress(address)
+      ? `URL points to a private or reserved address (${address})`
+      : `URL must use a host name, not an IP address (${address})`;
+  }
+  if (isLocalhostName(hostname)) {
+    return `URL must not point to localhost (${hostname})`;
+  }
+
+  let addresses: string[];
+  try {
+    addresses = await resolve(hostname);
+  } catch (error) {
+    const code =
+      error instanceof Error && "code" in error && typeof error.code === "string"
+        ? `: ${error.code}`
+        : "";
+    return `URL host does not resolve (${hostname}${code})`;
+  }
+  if (addresses.length === 0) {
+    return `URL host does not resolve (${hostname})`;
+  }
+  // Every address must be public: a connection may use any of them.
+  const forbidden = addresses.find(isForbiddenAddress);
+  if (forbidden !== undefined) {
+    return `URL host ${hostname} resolves to a private or reserved address (${forbidden})`;
+  }
+  return null;
+}

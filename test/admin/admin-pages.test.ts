@@ -1,0 +1,207 @@
+import { eq } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiTokens } from "../../src/db/schema/index.js";
+import { addUser } from "../../src/modules/users/service.js";
+import {
+  importOAuthWorkspaces,
+  issueCode,
+  PASSWORD,
+  registerClient,
+  userOf,
+} from "../oauth/oauth-fixtures.js";
+import { api } from "../support/api.js";
+import { createTestApp, type TestApp } from "../support/app.js";
+import { InjectSession } from "../support/browser.js";
+import { importFixture, mintToken, workspaceDocument } from "../support/fixtures.js";
+
+let t: TestApp;
+let fixtures: Awaited<ReturnType<typeof importOAuthWorkspaces>>;
+let admin: InjectSession;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  fixtures = await importOAuthWorkspaces(t.db);
+  await importFixture(t.db, workspaceDocument("third"));
+  // Ada administers acme and devco; "third" is none of hers.
+  await addUser(t.db, {
+    orgSlug: "devco",
+    email: "admin@acme.example",
+    name: "Ada Admin",
+    role: "admin",
+  });
+  admin = new InjectSession(t.app);
+  await admin.signIn("admin@acme.example", PASSWORD);
+});
+afterAll(() => t.close());
+
+const csrf = (body: string) => /name="_csrf" value="([^"]+)"/.exec(body)?.[1] as string;
+
+describe("who may use the admin area", () => {
+  it("sends a signed-out visitor to sign in, keeping the address", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/admin/acme/connections" });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe("/login?return_to=%2Fadmin%2Facme%2Fconnections");
+  });
+
+  it("answers a member, and an admin of another organisation, with the same 403 page", async () => {
+    const member = new InjectSession(t.app);
+    await member.signIn("member@acme.example", PASSWORD);
+    for (const [session, url] of [
+      [member, "/admin"],
+      [member, "/admin/acme"],
+      [member, "/admin/acme/tokens"],
+      [admin, "/admin/third/tokens"],
+      [admin, "/admin/no-such-org/tokens"],
+    ] as const) {
+      const res = await session.get(url);
+      expect(res.statusCode, url).toBe(403);
+      expect(res.body, url).toContain("Admins only");
+    }
+  });
+
+  it("lets an admin of several organisations choose one", async () => {
+    await addUser(t.db, {
+      orgSlug: "devco",
+      email: "admin@acme.example",
+      name: "Ada Admin",
+      role: "admin",
+    });
+    const res = await admin.get("/admin");
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain('href="/admin/acme"');
+    expect(res.body).toContain('href="/admin/devco"');
+    expect((await admin.get("/admin/devco/tokens")).statusCode).toBe(200);
+  });
+
+  it("answers unknown addresses and malformed ids with a 404 page", async () => {
+    expect((await admin.get("/admin/acme/nothing-here")).statusCode).toBe(404);
+    const page = await admin.get("/admin/acme/tokens");
+    const res = await admin.post("/admin/acme/tokens/not-a-uuid/revoke", {
+      _csrf: csrf(page.body),
+    });
+    expect(res.statusCode).toBe(404);
+  });
+});
+
+describe("tokens", () => {
+  it("mints a token for the organisation, attributed to the signed-in admin", async () => {
+    const page = await admin.get("/admin/acme/tokens");
+    const res = await admin.post("/admin/acme/tokens", {
+      _csrf: csrf(page.body),
+      name: "CI",
+      scopes: ["pages:read", "meetings:write"],
+      expires_in_days: "7",
+    });
+    expect(res.statusCode).toBe(200);
+    const token = /id="new-token"[^>]*value="([^"]+)"/.exec(res.body)?.[1] as string;
+    expect(token).toMatch(/^svc_live_/);
+    const [row] = await t.db.select().from(apiTokens).where(eq(apiTokens.name, "CI"));
+    expect(row?.organizationId).toBe(fixtures.acme.organization.id);
+    expect(row?.userId).toBe(userOf(fixtures.acme).id);
+    expect(row?.scopes).toEqual(["pages:read", "meetings:write"]);
+    const days = ((row?.expiresAt?.getTime() ?? 0) - Date.now()) / 86_400_000;
+    expect(days).toBeGreaterThan(6.9);
+    expect(days).toBeLessThan(7.1);
+  });
+
+  it.each([
+    [{ scopes: [] }, "Choose at least one scope."],
+    [{ scopes: ["projects:read", "root:everything"] }, "Unknown scope: root:everything."],
+    [{ scopes: ["projects:read"], expires_in_days: "3650" }, "Choose an expiry from the list."],
+    [
+      { scopes: ["projects:read"], name: "x".repeat(101) },
+      "The name may have at most 100 characters.",
+    ],
+  ])("refuses a mint form with %j", async (form, message) => {
+    const before = await t.db.$count(apiTokens);
+    const page = await admin.get("/admin/acme/tokens");
+    const res = await admin.post("/admin/acme/tokens", { _csrf: csrf(page.body), ...form });
+    expect(res.statusCode).toBe(400);
+    expect(res.body).toContain(message);
+    expect(await t.db.$count(apiTokens)).toBe(before);
+  });
+
+  it("refuses a mint without the CSRF token", async () => {
+    const res = await admin.post("/admin/acme/tokens", { scopes: "projects:read" });
+    expect(res.statusCode).toBe(403);
+  });
+
+  it("revokes only the organisation's own tokens", async () => {
+    const foreign = await mintToken(t.db, fixtures.devco, ["projects:read"]);
+    const [foreignRow] = await t.db
+      .select({ id: apiTokens.id })
+      .from(apiTokens)
+      .where(eq(apiTokens.organizationId, fixtures.devco.organization.id));
+    const page = await admin.get("/admin/acme/tokens");
+    const res = await admin.post(`/admin/acme/tokens/${foreignRow?.id}/revoke`, {
+      _csrf: csrf(page.body),
+    });
+    expect(res.statusCode).toBe(303);
+    expect((await admin.get("/admin/acme/tokens")).body).toContain(
+      "That token was already revoked.",
+    );
+    expect((await api(t.app, "GET", "/api/v1/me", { token: foreign })).status).toBe(200);
+  });
+});
+
+describe("connected addons", () => {
+  it("lists the grants connected to the organisation and revokes only those", async () => {
+    const client = await registerClient(t.db, fixtures.devco, ["https://addon.example/cb"], {
+      name: "Scoped Addon",
+    });
+    for (const organization of [fixtures.acme, fixtures.devco]) {
+      await issueCode(t.db, {
+        clientRecordId: client.id,
+        organization,
+        redirectUri: "https://addon.example/cb",
+        scopes: ["projects:read"],
+      });
+    }
+    const page = await admin.get("/admin/acme/connections");
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toContain("Scoped Addon");
+    expect(page.body).toContain(fixtures.devco.organization.name);
+    expect(page.body).toContain("Read projects");
+    const grantIds = [...page.body.matchAll(/connections\/([0-9a-f-]{36})\/revoke/g)].map(
+      (m) => m[1],
+    );
+    expect(grantIds).toHaveLength(1);
+
+    const devcoPage = await admin.get("/admin/devco/connections");
+    const devcoGrant = /connections\/([0-9a-f-]{36})\/revoke/.exec(devcoPage.body)?.[1] as string;
+    const refused = await admin.post(`/admin/acme/connections/${devcoGrant}/revoke`, {
+      _csrf: csrf(page.body),
+    });
+    expect(refused.statusCode).toBe(303);
+    expect((await admin.get("/admin/devco/connections")).body).toContain(
+      `connections/${devcoGrant}/revoke`,
+    );
+
+    await admin.post(`/admin/acme/connections/${grantIds[0]}/revoke`, { _csrf: csrf(page.body) });
+    const after = await admin.get("/admin/acme/connections");
+    expect(after.body).toContain("every token it was issued is revoked");
+    expect(after.body).toContain("Disconnected");
+  });
+});
+
+describe("OAuth apps", () => {
+  it("lists only the apps the organisation develops", async () => {
+    await registerClient(t.db, fixtures.devco, ["https://devco.example/cb"], {
+      name: "Devco Only",
+    });
+    const page = await admin.get("/admin/acme/apps");
+    expect(page.body).not.toContain("Devco Only");
+    const res = await admin.post("/admin/acme/apps", {
+      _csrf: csrf(page.body),
+      name: "Acme Native",
+      redirect_uris: "http://127.0.0.1:4000/cb",
+      public: "yes",
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.body).toContain("A public client has no secret");
+    expect(res.body).not.toContain("svcs_");
+    const list = await admin.get("/admin/acme/apps");
+    expect(list.body).toContain("Acme Native");
+    expect(list.body).toContain("Public (PKCE)");
+  });
+});

@@ -1,0 +1,71 @@
+import { randomBytes } from "node:crypto";
+import { Redis } from "ioredis";
+import { pino } from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../../src/app.js";
+import { api } from "../support/api.js";
+import { createTestApp, type TestApp } from "../support/app.js";
+import { TEST_REDIS_URL } from "../support/env.js";
+import {
+  importFixture,
+  mintToken,
+  type Workspace,
+  workspaceDocument,
+} from "../support/fixtures.js";
+
+let redis: Redis;
+let t: TestApp;
+let ws: Workspace;
+
+beforeAll(async () => {
+  redis = new Redis(TEST_REDIS_URL, { keyPrefix: `rl-test-${randomBytes(4).toString("hex")}:` });
+  t = await createTestApp({ RATE_LIMIT_MAX: "3", RATE_LIMIT_WINDOW_SECONDS: "60" }, { redis });
+  ws = await importFixture(t.db, workspaceDocument("limits"));
+});
+afterAll(async () => {
+  await t.close();
+  redis.disconnect();
+});
+
+describe("per-token rate limit", () => {
+  it("answers 429 rate_limited with Retry-After once the token spent its budget", async () => {
+    const token = await mintToken(t.db, ws);
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i += 1)
+      statuses.push((await api(t.app, "GET", "/api/v1/me", { token })).status);
+    expect(statuses).toEqual([200, 200, 200]);
+    const limited = await api(t.app, "GET", "/api/v1/me", { token });
+    expect(limited.status).toBe(429);
+    expect(limited.body).toMatchObject({ ok: false, error: "rate_limited" });
+    expect(Number(limited.headers["retry-after"])).toBeGreaterThan(0);
+    expect(limited.headers["ratelimit-remaining"]).toBe("0");
+  });
+
+  it("gives every token its own budget", async () => {
+    const first = await mintToken(t.db, ws);
+    const second = await mintToken(t.db, ws);
+    for (let i = 0; i < 3; i += 1) await api(t.app, "GET", "/api/v1/me", { token: first });
+    expect((await api(t.app, "GET", "/api/v1/me", { token: first })).status).toBe(429);
+    expect((await api(t.app, "GET", "/api/v1/me", { token: second })).status).toBe(200);
+  });
+
+  it("shares one budget between instances through Redis", async () => {
+    const other = await buildApp({
+      config: t.config,
+      database: t.database,
+      logger: pino({ level: "silent" }),
+      redis,
+      queue: t.app.queue,
+    });
+    await other.ready();
+    try {
+      const token = await mintToken(t.db, ws);
+      await api(t.app, "GET", "/api/v1/me", { token });
+      await api(other, "GET", "/api/v1/me", { token });
+      await api(t.app, "GET", "/api/v1/me", { token });
+      expect((await api(other, "GET", "/api/v1/me", { token })).status).toBe(429);
+    } finally {
+      await other.close();
+    }
+  });
+});

@@ -1,0 +1,441 @@
+import * as oauth from "oauth4webapi";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { api } from "../support/api.js";
+import {
+  type CallbackServer,
+  discover,
+  fillSignIn,
+  launchBrowser,
+  type ServedApp,
+  serveTestApp,
+  signedInContext,
+  startCallbackServer,
+  submitForNotice,
+  waitForCallback,
+} from "../support/browser.js";
+import { importOAuthWorkspaces, PASSWORD, registerClient } from "./oauth-fixtures.js";
+
+let browser: Browser;
+let served: ServedApp;
+let addon: CallbackServer;
+let as: oauth.AuthorizationServer;
+let fixtures: Awaited<ReturnType<typeof importOAuthWorkspaces>>;
+let confidential: Awaited<ReturnType<typeof registerClient>>;
+let publicClient: Awaited<ReturnType<typeof registerClient>>;
+const contexts: BrowserContext[] = [];
+// Signed in once per member; each test gets a fresh context with that session's cookie.
+const storageStates = new Map<string, Awaited<ReturnType<BrowserContext["storageState"]>>>();
+
+const SCOPES = "projects:read tasks:read";
+const insecure = { [oauth.allowInsecureRequests]: true };
+
+beforeAll(async () => {
+  [browser, served, addon] = await Promise.all([
+    launchBrowser(),
+    serveTestApp(),
+    startCallbackServer(),
+  ]);
+  fixtures = await importOAuthWorkspaces(served.db);
+  confidential = await registerClient(served.db, fixtures.devco, [`${addon.url}/callback`]);
+  publicClient = await registerClient(served.db, fixtures.devco, [`${addon.url}/native`], {
+    isPublic: true,
+    name: "Desktop Addon",
+  });
+  as = await discover(served.url);
+});
+afterEach(async () => {
+  await Promise.all(contexts.splice(0).map((context) => context.close()));
+});
+afterAll(async () => {
+  await browser?.close();
+  await addon?.close();
+  await served?.close();
+});
+
+async function adminPage(email = "admin@acme.example"): Promise<Page> {
+  let storageState = storageStates.get(email);
+  if (storageState === undefined) {
+    const signedIn = await signedInContext(browser, served.url, email, PASSWORD);
+    storageState = await signedIn.context.storageState();
+    storageStates.set(email, storageState);
+    await signedIn.context.close();
+  }
+  const context = await browser.newContext({ storageState });
+  contexts.push(context);
+  return context.newPage();
+}
+
+function authorizationUrl(params: Record<string, string>): string {
+  const url = new URL(as.authorization_endpoint as string);
+  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
+  return url.href;
+}
+
+/** Approves on the consent page and returns the callback URL the browser landed on. */
+async function approve(page: Page, url: string, redirectUri: string): Promise<URL> {
+  await page.goto(url);
+  expect(await page.getByRole("heading", { level: 1 }).innerText()).toMatch(/^Connect /);
+  await page.getByRole("button", { name: "Approve" }).click();
+  return waitForCallback(page, redirectUri);
+}
+
+describe("the authorization-code flow in a browser", () => {
+  it("signs a signed-out admin in, approves, and client_secret_basic redeems the code", async () => {
+    const context = await browser.newContext();
+    contexts.push(context);
+    const page = await context.newPage();
+    const client: oauth.Client = { client_id: confidential.clientId };
+    const state = oauth.generateRandomState();
+    const redirectUri = confidential.redirectUri;
+    await page.goto(
+      authorizationUrl({
+        client_id: client.client_id,
+        redirect_uri: redirectUri,
+        response_type: "code",
+        scope: SCOPES,
+        state,
+      }),
+    );
+    // Signed out: the sign-in page first, then back to the same authorization request.
+    expect(new URL(page.url()).pathname).toBe("/login");
+    await fillSignIn(page, "admin@acme.example", PASSWORD);
+    await page.getByRole("heading", { level: 1, name: "Connect Gantt Addon" }).waitFor();
+    const main = await page.locator("main").innerText();
+    expect(main).toContain(fixtures.devco.organization.name);
+    expect(main).toContain(fixtures.acme.organization.name);
+    expect(main).toContain("Read projects");
+    expect(main).toContain("Read tasks");
+    await page.getByRole("button", { name: "Approve" }).click();
+    const callback = await waitForCallback(page, redirectUri);
+
+    const params = oauth.validateAuthResponse(as, client, callback, state);
+    expect(params.get("code")).toMatch(/^svca_/);
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.ClientSecretBasic(confidential.clientSecret as string),
+      params,
+      redirectUri,
+      oauth.nopkce,
+      insecure,
+    );
+    const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
+    expect(tokens.token_type).toBe("bearer");
+    expect(tokens.scope).toBe(SCOPES);
+
+    const me = await api(served.app, "GET", "/api/v1/me", { token: tokens.access_token });
+    expect(me.body.data.pluginId).toBe(confidential.id);
+    expect(me.body.data.organization.slug).toBe(fixtures.acme.organization.slug);
+    const tasks = await api(served.app, "GET", "/api/v1/projects/rover/tasks", {
+      token: tokens.access_token,
+    });
+    expect(tasks.status).toBe(200);
+    const pages = await api(served.app, "GET", "/api/v1/projects/rover/pages", {
+      token: tokens.access_token,
+    });
+    expect(pages.status).toBe(403);
+  });
+
+  it("redeems with client_secret_post", async () => {
+    const page = await adminPage();
+    const client: oauth.Client = { client_id: confidential.clientId };
+    const state = oauth.generateRandomState();
+    const callback = await approve(
+      page,
+      authorizationUrl({
+        client_id: client.client_id,
+        redirect_uri: confidential.redirectUri,
+        response_type: "code",
+        scope: "projects:read",
+        state,
+      }),
+      confidential.redirectUri,
+    );
+    const params = oauth.validateAuthResponse(as, client, callback, state);
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.ClientSecretPost(confidential.clientSecret as string),
+      params,
+      confidential.redirectUri,
+      oauth.nopkce,
+      insecure,
+    );
+    const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
+    expect(tokens.scope).toBe("projects:read");
+    const projects = await api(served.app, "GET", "/api/v1/projects", {
+      token: tokens.access_token,
+    });
+    expect(projects.status).toBe(200);
+  });
+
+  it("lets a public client redeem with PKCE, and refuses a wrong verifier", async () => {
+    const page = await adminPage();
+    const client: oauth.Client = {
+      client_id: publicClient.clientId,
+      token_endpoint_auth_method: "none",
+    };
+    const verifier = oauth.generateRandomCodeVerifier();
+    const challenge = await oauth.calculatePKCECodeChallenge(verifier);
+    const authorize = (state: string) =>
+      authorizationUrl({
+        client_id: client.client_id,
+        redirect_uri: publicClient.redirectUri,
+        response_type: "code",
+        scope: "meetings:read",
+        state,
+        code_challenge: challenge,
+        code_challenge_method: "S256",
+      });
+    const redeem = async (state: string, codeVerifier: string) => {
+      const callback = await approve(page, authorize(state), publicClient.redirectUri);
+      const params = oauth.validateAuthResponse(as, client, callback, state);
+      const response = await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        oauth.None(),
+        params,
+        publicClient.redirectUri,
+        codeVerifier,
+        insecure,
+      );
+      return oauth.processAuthorizationCodeResponse(as, client, response);
+    };
+    const tokens = await redeem(oauth.generateRandomState(), verifier);
+    const me = await api(served.app, "GET", "/api/v1/me", { token: tokens.access_token });
+    expect(me.body.data.scopes).toEqual(["meetings:read"]);
+    expect(me.body.data.pluginId).toBe(publicClient.id);
+
+    const refused = await redeem(
+      oauth.generateRandomState(),
+      oauth.generateRandomCodeVerifier(),
+    ).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(oauth.ResponseBodyError);
+    expect((refused as oauth.ResponseBodyError).error).toBe("invalid_grant");
+  });
+
+  it("refuses plain PKCE with a redirect carrying invalid_request", async () => {
+    const page = await adminPage();
+    const state = oauth.generateRandomState();
+    await page.goto(
+      authorizationUrl({
+        client_id: publicClient.clientId,
+        redirect_uri: publicClient.redirectUri,
+        response_type: "code",
+        scope: "projects:read",
+        state,
+        code_challenge: oauth.generateRandomCodeVerifier(),
+        code_challenge_method: "plain",
+      }),
+    );
+    const callback = await waitForCallback(page, publicClient.redirectUri);
+    expect(callback.searchParams.get("error")).toBe("invalid_request");
+    expect(callback.searchParams.get("state")).toBe(state);
+    expect(callback.searchParams.get("code")).toBeNull();
+  });
+
+  it("sends a denial back with access_denied, the same state and iss", async () => {
+    const page = await adminPage();
+    const client: oauth.Client = { client_id: confidential.clientId };
+    const state = oauth.generateRandomState();
+    await page.goto(
+      authorizationUrl({
+        client_id: client.client_id,
+        redirect_uri: confidential.redirectUri,
+        response_type: "code",
+        scope: SCOPES,
+        state,
+      }),
+    );
+    await page.getByRole("button", { name: "Deny" }).click();
+    const callback = await waitForCallback(page, confidential.redirectUri);
+    expect(callback.searchParams.get("error")).toBe("access_denied");
+    expect(callback.searchParams.get("state")).toBe(state);
+    expect(callback.searchParams.get("iss")).toBe(served.url);
+    expect(() => oauth.validateAuthResponse(as, client, callback, state)).toThrow(
+      oauth.AuthorizationResponseError,
+    );
+  });
+
+  it("does not let a member who is not an admin approve", async () => {
+    const page = await adminPage("member@acme.example");
+    const response = await page.goto(
+      authorizationUrl({
+        client_id: confidential.clientId,
+        redirect_uri: confidential.redirectUri,
+        response_type: "code",
+        scope: SCOPES,
+        state: "s",
+      }),
+    );
+    expect(response?.status()).toBe(403);
+    expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe(
+      "An admin must approve this addon",
+    );
+    expect(await page.getByRole("button", { name: "Approve" }).count()).toBe(0);
+  });
+
+  it("revokes the first token when a code is used twice", async () => {
+    const page = await adminPage();
+    const client: oauth.Client = { client_id: confidential.clientId };
+    const state = oauth.generateRandomState();
+    const callback = await approve(
+      page,
+      authorizationUrl({
+        client_id: client.client_id,
+        redirect_uri: confidential.redirectUri,
+        response_type: "code",
+        scope: "projects:read",
+        state,
+      }),
+      confidential.redirectUri,
+    );
+    const params = oauth.validateAuthResponse(as, client, callback, state);
+    const redeem = async () =>
+      oauth.processAuthorizationCodeResponse(
+        as,
+        client,
+        await oauth.authorizationCodeGrantRequest(
+          as,
+          client,
+          oauth.ClientSecretBasic(confidential.clientSecret as string),
+          params,
+          confidential.redirectUri,
+          oauth.nopkce,
+          insecure,
+        ),
+      );
+    const first = await redeem();
+    expect((await api(served.app, "GET", "/api/v1/me", { token: first.access_token })).status).toBe(
+      200,
+    );
+    const second = await redeem().catch((error: unknown) => error);
+    expect((second as oauth.ResponseBodyError).error).toBe("invalid_grant");
+    expect((await api(served.app, "GET", "/api/v1/me", { token: first.access_token })).status).toBe(
+      401,
+    );
+  });
+
+  it("refuses a wrong client secret with invalid_client (401)", async () => {
+    const page = await adminPage();
+    const client: oauth.Client = { client_id: confidential.clientId };
+    const state = oauth.generateRandomState();
+    const callback = await approve(
+      page,
+      authorizationUrl({
+        client_id: client.client_id,
+        redirect_uri: confidential.redirectUri,
+        response_type: "code",
+        scope: "projects:read",
+        state,
+      }),
+      confidential.redirectUri,
+    );
+    const params = oauth.validateAuthResponse(as, client, callback, state);
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      client,
+      oauth.ClientSecretBasic("svcs_not-the-secret"),
+      params,
+      confidential.redirectUri,
+      oauth.nopkce,
+      insecure,
+    );
+    expect(response.status).toBe(401);
+    expect(response.headers.get("www-authenticate")).toMatch(/^Basic/);
+    expect(((await response.clone().json()) as { error: string }).error).toBe("invalid_client");
+    // A standard client surfaces the Basic challenge of the 401.
+    const error = await oauth
+      .processAuthorizationCodeResponse(as, client, response)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(oauth.WWWAuthenticateChallengeError);
+  });
+
+  it("shows an error page and never redirects for a redirect_uri mismatch or an unknown client", async () => {
+    const page = await adminPage();
+    const visited: string[] = [];
+    page.on("request", (request) => visited.push(request.url()));
+    for (const params of [
+      { client_id: confidential.clientId, redirect_uri: `${addon.url}/elsewhere` },
+      { client_id: confidential.clientId, redirect_uri: `${confidential.redirectUri}/` },
+      { client_id: "svcc_not-registered", redirect_uri: confidential.redirectUri },
+    ]) {
+      const response = await page.goto(
+        authorizationUrl({ ...params, response_type: "code", scope: "projects:read", state: "s" }),
+      );
+      expect(response?.status()).toBe(400);
+      expect(new URL(page.url()).origin).toBe(served.url);
+      expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe(
+        "This connection request cannot be used",
+      );
+    }
+    expect(visited.filter((url) => url.startsWith(addon.url))).toEqual([]);
+  });
+
+  it("refuses a consent form posted without its CSRF token", async () => {
+    const page = await adminPage();
+    await page.goto(
+      authorizationUrl({
+        client_id: confidential.clientId,
+        redirect_uri: confidential.redirectUri,
+        response_type: "code",
+        scope: "projects:read",
+        state: "s",
+      }),
+    );
+    await page.locator('input[name="_csrf"]').evaluateAll((inputs) => {
+      for (const input of inputs) input.remove();
+    });
+    const [response] = await Promise.all([
+      page.waitForResponse((candidate) => candidate.request().method() === "POST"),
+      page.getByRole("button", { name: "Approve" }).click(),
+    ]);
+    expect(response.status()).toBe(403);
+    expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Form not accepted");
+    expect(page.url().startsWith(addon.url)).toBe(false);
+  });
+
+  it("gives 401 to the tokens of a grant once an admin disconnects the addon", async () => {
+    const page = await adminPage();
+    const client: oauth.Client = { client_id: confidential.clientId };
+    const state = oauth.generateRandomState();
+    const callback = await approve(
+      page,
+      authorizationUrl({
+        client_id: client.client_id,
+        redirect_uri: confidential.redirectUri,
+        response_type: "code",
+        scope: "projects:read",
+        state,
+      }),
+      confidential.redirectUri,
+    );
+    const tokens = await oauth.processAuthorizationCodeResponse(
+      as,
+      client,
+      await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        oauth.ClientSecretBasic(confidential.clientSecret as string),
+        oauth.validateAuthResponse(as, client, callback, state),
+        confidential.redirectUri,
+        oauth.nopkce,
+        insecure,
+      ),
+    );
+    expect(
+      (await api(served.app, "GET", "/api/v1/projects", { token: tokens.access_token })).status,
+    ).toBe(200);
+
+    await page.goto(`${served.url}/admin/${fixtures.acme.organization.slug}/connections`);
+    await submitForNotice(
+      page,
+      page.getByRole("button", { name: "Disconnect Gantt Addon" }),
+      /every token it was issued is revoked/,
+    );
+    const after = await api(served.app, "GET", "/api/v1/projects", { token: tokens.access_token });
+    expect(after.status).toBe(401);
+    expect(after.body.error).toBe("invalid_token");
+  });
+});

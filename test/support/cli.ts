@@ -1,0 +1,36 @@
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { TEST_SECRET_KEY } from "./app.js";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+export const CLI_ENTRY = path.join(ROOT, "src/cli/index.ts");
+
+export type CliResult = { code: number | null; stdout: string; stderr: string };
+
+/** The real `svc` entry point in a child process, as a user runs it. */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  input?: string,
+): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ["--import", "tsx", CLI_ENTRY, ...args], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        SECRET_KEY: TEST_SECRET_KEY,
+        LOG_LEVEL: "warn",
+        ...env,
+      },
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(input ?? "");
+  });
+}

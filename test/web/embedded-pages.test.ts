@@ -1,0 +1,78 @@
+import { pino } from "pino";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { buildApp } from "../../src/app.js";
+import { loadConfig } from "../../src/config.js";
+import { type Database, openPglite } from "../../src/db/client.js";
+import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
+import type { WorkspaceJobs } from "../../src/worker.js";
+import { importOAuthWorkspaces, PASSWORD, registerClient } from "../oauth/oauth-fixtures.js";
+import { TEST_SECRET_KEY } from "../support/app.js";
+import { InjectSession } from "../support/browser.js";
+
+const logger = pino({ level: "silent" });
+const queue = createInProcessQueue<WorkspaceJobs>(logger);
+let database: Database;
+let app: Awaited<ReturnType<typeof buildApp>>;
+
+beforeAll(async () => {
+  database = await openPglite(undefined);
+  await database.migrate();
+  const config = loadConfig({
+    NODE_ENV: "test",
+    SECRET_KEY: TEST_SECRET_KEY,
+    PUBLIC_URL: "http://localhost:3000",
+  });
+  app = await buildApp({ config, database, logger, queue });
+});
+afterAll(async () => {
+  await app?.close();
+  await queue.close();
+  await database?.close();
+});
+
+/** The embedded mode (PGlite) runs the same session store, consent and token code. */
+it("signs in, approves twice into one grant and redeems both codes on PGlite", async () => {
+  const fixtures = await importOAuthWorkspaces(database.db);
+  const redirectUri = "https://addon.example/cb";
+  const client = await registerClient(database.db, fixtures.devco, [redirectUri]);
+  const session = new InjectSession(app);
+  await session.signIn("admin@acme.example", PASSWORD);
+  for (const scope of ["projects:read", "tasks:read"]) {
+    const params = {
+      client_id: client.clientId,
+      redirect_uri: redirectUri,
+      response_type: "code",
+      scope,
+      state: "s",
+    };
+    const page = await session.get(`/oauth/authorize?${new URLSearchParams(params)}`);
+    const _csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1] as string;
+    const organizationId = /name="organization_id" value="([^"]+)"/.exec(page.body)?.[1] as string;
+    const approved = await session.post("/oauth/authorize", {
+      ...params,
+      _csrf,
+      organization_id: organizationId,
+      decision: "approve",
+    });
+    expect(approved.statusCode).toBe(303);
+    const code = new URL(approved.headers.location as string).searchParams.get("code") as string;
+    const token = await app.inject({
+      method: "POST",
+      url: "/api/v1/oauth/token",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      payload: new URLSearchParams({
+        grant_type: "authorization_code",
+        code,
+        redirect_uri: redirectUri,
+        client_id: client.clientId,
+        client_secret: client.clientSecret as string,
+      }).toString(),
+    });
+    expect(token.statusCode, token.body).toBe(200);
+    expect(token.json().scope).toBe(scope);
+  }
+  const connections = await session.get("/admin/acme/connections");
+  expect(connections.body.match(/\/revoke"/g)).toHaveLength(1);
+  expect(connections.body).toContain("<code>projects:read</code>");
+  expect(connections.body).toContain("<code>tasks:read</code>");
+});

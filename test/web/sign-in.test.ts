@@ -1,0 +1,249 @@
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sessions } from "../../src/db/schema/index.js";
+import { hashSecret } from "../../src/modules/tokens/service.js";
+import { createTestApp, type TestApp } from "../support/app.js";
+import { InjectSession } from "../support/browser.js";
+import { importFixture, workspaceDocument } from "../support/fixtures.js";
+
+const PASSWORD = "correct horse battery";
+
+async function importMembers(t: TestApp, slug: string) {
+  await importFixture(
+    t.db,
+    workspaceDocument(slug, {
+      users: [
+        { email: `admin@${slug}.example`, name: "Ada Admin", role: "admin", password: PASSWORD },
+        { email: `member@${slug}.example`, name: "Max Member", role: "member", password: PASSWORD },
+        { email: `other@${slug}.example`, name: "Oda Other", role: "member", password: PASSWORD },
+      ],
+    }),
+  );
+}
+
+function setCookieOf(headers: Record<string, unknown>): string {
+  const value = headers["set-cookie"];
+  return Array.isArray(value) ? value.join("\n") : String(value ?? "");
+}
+
+let t: TestApp;
+
+beforeAll(async () => {
+  t = await createTestApp();
+  await importMembers(t, "acme");
+});
+afterAll(() => t.close());
+
+describe("the sign-in page", () => {
+  it("is a small accessible form with a CSRF token and the page security headers", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/login" });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toBe("text/html; charset=utf-8");
+    expect(res.body).toContain('<html lang="en">');
+    expect(res.body).toContain("<main");
+    expect(res.body).toMatch(/<label for="email">Email<\/label>/);
+    expect(res.body).toMatch(/<label for="password">Password<\/label>/);
+    expect(res.body).toMatch(/<button type="submit">Sign in<\/button>/);
+    expect(res.body).toMatch(/name="_csrf" value="[^"]+"/);
+    expect(res.body).not.toContain("<script");
+    expect(res.headers["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(res.headers["content-security-policy"]).toContain("default-src 'none'");
+    expect(res.headers["x-frame-options"]).toBe("DENY");
+    expect(res.headers["referrer-policy"]).toBe("no-referrer");
+    expect(res.headers["x-content-type-options"]).toBe("nosniff");
+    expect(res.headers["cache-control"]).toBe("no-store");
+    const cookie = setCookieOf(res.headers);
+    expect(cookie).toMatch(/^svc_session=/);
+    expect(cookie).toContain("HttpOnly");
+    expect(cookie).toContain("SameSite=Lax");
+    expect(cookie).toContain("Path=/");
+    expect(cookie).not.toContain("Secure");
+  });
+
+  it("serves its stylesheet", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/assets/site.css" });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toMatch(/^text\/css/);
+  });
+});
+
+describe("signing in", () => {
+  it("refuses a form without its CSRF token", async () => {
+    const session = new InjectSession(t.app);
+    await session.get("/login");
+    const res = await session.post("/login", { email: "admin@acme.example", password: PASSWORD });
+    expect(res.statusCode).toBe(403);
+    expect(res.body).toContain("Form not accepted");
+    expect(res.headers.location).toBeUndefined();
+  });
+
+  it("refuses a wrong password and an unknown email with the same answer", async () => {
+    for (const email of ["admin@acme.example", "nobody@acme.example"]) {
+      const session = new InjectSession(t.app, "10.0.0.1");
+      const _csrf = await session.csrfTokenOf("/login");
+      const res = await session.post("/login", { _csrf, email, password: "wrong password" });
+      expect(res.statusCode).toBe(401);
+      expect(res.body).toContain("The email or password is incorrect.");
+      expect(res.body).toContain(`value="${email}"`);
+    }
+  });
+
+  it("regenerates the session on sign-in, so an id planted before is worth nothing", async () => {
+    const session = new InjectSession(t.app);
+    const _csrf = await session.csrfTokenOf("/login");
+    const before = session.cookies.get("svc_session");
+    const res = await session.post("/login", {
+      _csrf,
+      email: "ADMIN@acme.example",
+      password: PASSWORD,
+    });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe("/admin");
+    const after = session.cookies.get("svc_session");
+    expect(after).toBeDefined();
+    expect(after).not.toBe(before);
+    expect((await session.get("/admin")).headers.location).toBe("/admin/acme");
+
+    const planted = await t.app.inject({
+      method: "GET",
+      url: "/admin",
+      headers: { cookie: `svc_session=${before}` },
+    });
+    expect(planted.statusCode).toBe(303);
+    expect(planted.headers.location).toBe("/login?return_to=%2Fadmin");
+  });
+
+  it("keeps only the session id's hash in the database", async () => {
+    const session = new InjectSession(t.app);
+    await session.signIn("admin@acme.example", PASSWORD);
+    const signed = decodeURIComponent(session.cookies.get("svc_session") as string);
+    const id = signed.slice(0, signed.lastIndexOf("."));
+    const rows = await t.db.select({ id: sessions.id }).from(sessions);
+    expect(rows.map((row) => row.id)).toContain(hashSecret(id));
+    expect(rows.map((row) => row.id)).not.toContain(id);
+  });
+
+  it("goes back to a same-site return address, and to /admin for anything else", async () => {
+    for (const [returnTo, expected] of [
+      [
+        "/oauth/authorize?client_id=svcc_x&state=a%20b",
+        "/oauth/authorize?client_id=svcc_x&state=a%20b",
+      ],
+      ["//evil.example/steal", "/admin"],
+      ["https://evil.example/", "/admin"],
+      ["/\\evil.example", "/admin"],
+    ]) {
+      const session = new InjectSession(t.app);
+      const _csrf = await session.csrfTokenOf(
+        `/login?return_to=${encodeURIComponent(returnTo as string)}`,
+      );
+      const res = await session.post("/login", {
+        _csrf,
+        email: "admin@acme.example",
+        password: PASSWORD,
+        return_to: returnTo as string,
+      });
+      expect(res.headers.location, returnTo).toBe(expected);
+    }
+  });
+
+  it("signs out with a POST, and the old session stops working", async () => {
+    const session = new InjectSession(t.app);
+    await session.signIn("admin@acme.example", PASSWORD);
+    const cookie = session.cookies.get("svc_session");
+    const page = await session.get("/admin/acme");
+    expect(page.body).toContain(">Sign out</button>");
+    const _csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1] as string;
+    const res = await session.post("/logout", { _csrf });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe("/login");
+    expect(setCookieOf(res.headers)).toMatch(/svc_session=;/);
+    const replay = await t.app.inject({
+      method: "GET",
+      url: "/admin/acme",
+      headers: { cookie: `svc_session=${cookie}` },
+    });
+    expect(replay.statusCode).toBe(303);
+  });
+
+  it("treats an expired session as signed out", async () => {
+    const session = new InjectSession(t.app);
+    await session.signIn("admin@acme.example", PASSWORD);
+    await t.db.update(sessions).set({ expiresAt: sql`now() - interval '1 second'` });
+    const res = await session.get("/admin/acme");
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe("/login?return_to=%2Fadmin%2Facme");
+  });
+});
+
+describe("the failed sign-in limit (AUTH_RATE_LIMIT_MAX)", () => {
+  let limited: TestApp;
+
+  beforeAll(async () => {
+    limited = await createTestApp({ AUTH_RATE_LIMIT_MAX: "3" });
+    await importMembers(limited, "lim");
+  });
+  afterAll(() => limited.close());
+
+  async function attempt(email: string, password: string, address: string) {
+    const session = new InjectSession(limited.app, address);
+    const _csrf = await session.csrfTokenOf("/login");
+    return session.post("/login", { _csrf, email, password });
+  }
+
+  it("does not count successes", async () => {
+    for (let i = 0; i < 5; i++) {
+      expect((await attempt("admin@lim.example", PASSWORD, "10.1.0.1")).statusCode).toBe(303);
+    }
+  });
+
+  it("refuses an account after its failures, from any address, even with the right password", async () => {
+    for (let i = 0; i < 3; i++) {
+      expect((await attempt("member@lim.example", "wrong", `10.2.0.${i + 1}`)).statusCode).toBe(
+        401,
+      );
+    }
+    const refused = await attempt("member@lim.example", PASSWORD, "10.2.0.99");
+    expect(refused.statusCode).toBe(429);
+    expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
+    expect(refused.body).toContain("Too many failed sign-ins");
+    expect(refused.headers.location).toBeUndefined();
+  });
+
+  it("refuses an address after its failures, whichever account it tries", async () => {
+    for (const email of ["a@lim.example", "b@lim.example", "c@lim.example"]) {
+      expect((await attempt(email, "wrong", "10.3.0.1")).statusCode).toBe(401);
+    }
+    expect((await attempt("other@lim.example", PASSWORD, "10.3.0.1")).statusCode).toBe(429);
+    // The same account from another address is fine: its own count is clean.
+    expect((await attempt("other@lim.example", PASSWORD, "10.3.0.2")).statusCode).toBe(303);
+  });
+});
+
+describe("in production", () => {
+  let production: TestApp;
+
+  beforeAll(async () => {
+    production = await createTestApp({
+      NODE_ENV: "production",
+      PUBLIC_URL: "https://workspace.example",
+    });
+  });
+  afterAll(() => production.close());
+
+  it("sends a Secure __Host- cookie and HSTS behind a TLS proxy", async () => {
+    const res = await production.app.inject({
+      method: "GET",
+      url: "/login",
+      headers: { "x-forwarded-proto": "https" },
+    });
+    expect(res.statusCode).toBe(200);
+    const cookie = setCookieOf(res.headers);
+    expect(cookie).toMatch(/^__Host-svc_session=/);
+    expect(cookie).toContain("Secure");
+    expect(cookie).toContain("HttpOnly");
+    expect(cookie).toContain("SameSite=Lax");
+    expect(res.headers["strict-transport-security"]).toMatch(/max-age=/);
+    expect(res.headers["content-security-policy"]).toContain("upgrade-insecure-requests");
+  });
+});

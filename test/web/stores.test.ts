@@ -1,0 +1,83 @@
+import { sql } from "drizzle-orm";
+import type { Session } from "fastify";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { authFailures, sessions } from "../../src/db/schema/index.js";
+import { hashSecret } from "../../src/modules/tokens/service.js";
+import { AuthFailureLimiter } from "../../src/web/auth-failures.js";
+import { DatabaseSessionStore } from "../../src/web/session-store.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+
+let testDb: TestDatabase;
+
+beforeAll(async () => {
+  testDb = await createTestDatabase();
+});
+afterAll(() => testDb.drop());
+
+function call<T>(
+  action: (callback: (error?: unknown, value?: T) => void) => void,
+): Promise<T | undefined> {
+  return new Promise((resolve, reject) =>
+    action((error, value) => (error ? reject(error) : resolve(value))),
+  );
+}
+
+describe("the session store", () => {
+  it("stores, reads and destroys sessions by the hash of their id, and ignores expired ones", async () => {
+    const db = testDb.database.db;
+    const store = new DatabaseSessionStore(db, 60_000);
+    const expires = new Date(Date.now() + 60_000);
+    const session = {
+      userId: "u1",
+      cookie: { originalMaxAge: 60_000, expires },
+    } as unknown as Session;
+    await call<void>((done) => store.set("plain-id", session, done));
+    const [row] = await db.select().from(sessions);
+    expect(row?.id).toBe(hashSecret("plain-id"));
+    expect(row?.expiresAt.getTime()).toBe(expires.getTime());
+    expect(await call<Session | null>((done) => store.get("plain-id", done))).toMatchObject({
+      userId: "u1",
+    });
+
+    await db.update(sessions).set({ expiresAt: sql`now() - interval '1 second'` });
+    expect(await call<Session | null>((done) => store.get("plain-id", done))).toBeNull();
+
+    await db.update(sessions).set({ expiresAt: sql`now() + interval '1 hour'` });
+    await call<void>((done) => store.destroy("plain-id", done));
+    expect(await db.$count(sessions)).toBe(0);
+  });
+
+  it("purges expired rows lazily, on a later write", async () => {
+    const db = testDb.database.db;
+    await db
+      .insert(sessions)
+      .values({ id: "stale", data: {}, expiresAt: new Date(Date.now() - 1000) });
+    const store = new DatabaseSessionStore(db, 60_000);
+    await call<void>((done) => store.set("fresh", { cookie: {} } as unknown as Session, done));
+    const ids = (await db.select({ id: sessions.id }).from(sessions)).map((row) => row.id);
+    expect(ids).toEqual([hashSecret("fresh")]);
+  });
+});
+
+describe("the failed-authentication counter", () => {
+  it("counts failures per key within 15 minutes and says when a key frees up", async () => {
+    const db = testDb.database.db;
+    const limiter = new AuthFailureLimiter(db, 2);
+    expect(await limiter.check(["k:a", "k:b"])).toEqual({ limited: false });
+    await limiter.record(["k:a"]);
+    expect(await limiter.check(["k:a"])).toEqual({ limited: false });
+    await limiter.record(["k:a"]);
+    const limited = await limiter.check(["k:b", "k:a"]);
+    expect(limited.limited).toBe(true);
+    expect(limited.limited && limited.retryAfterSeconds).toBeGreaterThan(890);
+    expect(await limiter.check(["k:b"])).toEqual({ limited: false });
+
+    // Failures older than the window no longer count (and are purged by a later write).
+    await db.update(authFailures).set({ occurredAt: sql`now() - interval '16 minutes'` });
+    expect(await limiter.check(["k:a"])).toEqual({ limited: false });
+    await new AuthFailureLimiter(db, 2).record(["k:c"]);
+    expect(
+      (await db.select({ key: authFailures.key }).from(authFailures)).map((row) => row.key),
+    ).toEqual(["k:c"]);
+  });
+});
