@@ -23,7 +23,7 @@ async function organizationId(db: Db, slug: string): Promise<string> {
 }
 
 function deliveryDeps(db: Db, config: Config): DeliveryDeps {
-  return { db, config, logger: createLogger(config.logLevel) };
+  return { db, config, logger: createLogger(config.logLevel, 2) };
 }
 
 function describeAttempt(report: AttemptReport): string {
