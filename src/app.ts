@@ -6,6 +6,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  type FastifyServerOptions,
 } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Redis } from "ioredis";
@@ -29,6 +30,8 @@ import type { JobQueue } from "./queue/queue.js";
 import { registerBrowserPlumbing } from "./web/browser-scope.js";
 import { signInRoutes } from "./web/sign-in-routes.js";
 import type { WorkspaceJobs } from "./worker.js";
+
+const MAX_PATH_PARAM_LENGTH = 2048;
 
 export type AppDependencies = {
   config: Config;
@@ -105,7 +108,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // The reference is served at /api/v1/docs itself, not only behind a redirect to /docs/.
     rewriteUrl: (request) =>
       request.url === `${API_PREFIX}/docs` ? `${API_PREFIX}/docs/` : (request.url ?? "/"),
-    trustProxy: deps.config.isProduction,
+    trustProxy: deps.config.trustProxy as FastifyServerOptions["trustProxy"],
+    // Fastify's default (100) answers a longer slug with 400 before authentication; a slug or
+    // id of any length is looked up and, when unknown, is the usual 404.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
   });
   app.decorate("db", deps.database.db);
   app.decorate("queue", deps.queue);

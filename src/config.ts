@@ -36,7 +36,36 @@ const envSchema = z.object({
     .transform((value, context) => parseDurationList(value, context)),
   WEBHOOK_AUTO_DISABLE_DAYS: positiveInt.default(5),
   WEBHOOK_RELAY_INTERVAL_MS: positiveInt.default(1000),
+  TRUST_PROXY: z
+    .string()
+    .default("false")
+    .transform((value, context) => parseTrustProxy(value, context)),
 });
+
+/**
+ * Which proxies may say who the client is (X-Forwarded-For). Trusting every hop would let any
+ * client pick its own address and so its own per-address sign-in budget; only a hop count or
+ * the proxies' own addresses are accepted.
+ */
+function parseTrustProxy(value: string, context: z.RefinementCtx): false | number | string {
+  const trimmed = value.trim();
+  if (trimmed === "false" || trimmed === "0") return false;
+  if (/^\d+$/.test(trimmed)) return Number(trimmed);
+  if (trimmed === "true" || trimmed === "") {
+    context.addIssue({
+      code: "custom",
+      message: "must be false, a number of proxy hops, or the proxies' addresses (comma-separated)",
+    });
+    return false;
+  }
+  return trimmed;
+}
+
+/**
+ * An empty variable counts as unset, except where empty is itself a setting: an empty
+ * WEBHOOK_QUICK_RETRIES turns the quick retries off (issue 5).
+ */
+const EMPTY_IS_A_VALUE = new Set(["WEBHOOK_QUICK_RETRIES"]);
 
 const DURATION = /^(\d+)([smhd]?)$/;
 const SECONDS_PER_UNIT: Record<string, number> = { "": 1, s: 1, m: 60, h: 3600, d: 86400 };
@@ -82,6 +111,8 @@ export type Config = {
   authRateLimitMax: number;
   bodyLimitBytes: number;
   migrateOnStart: boolean;
+  /** Fastify's trustProxy: false, a hop count, or the proxies' addresses and CIDRs. */
+  trustProxy: false | number | string;
   /** Redis key prefix of the job queue, so deployments sharing a Redis stay apart. */
   queuePrefix: string;
   workerConcurrency: number;
@@ -124,7 +155,9 @@ function localSecretKey(dataDir: string): string {
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(
-    Object.fromEntries(Object.entries(env).filter(([, value]) => value !== "")),
+    Object.fromEntries(
+      Object.entries(env).filter(([name, value]) => value !== "" || EMPTY_IS_A_VALUE.has(name)),
+    ),
   );
   if (!parsed.success) {
     throw new ConfigError(`Invalid configuration: ${describeIssues(parsed.error)}`);
@@ -155,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     authRateLimitMax: e.AUTH_RATE_LIMIT_MAX,
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     migrateOnStart: e.MIGRATE_ON_START,
+    trustProxy: e.TRUST_PROXY,
     queuePrefix: e.QUEUE_PREFIX,
     workerConcurrency: e.WORKER_CONCURRENCY,
     workerLockSeconds: e.WORKER_LOCK_SECONDS,

@@ -3,8 +3,10 @@ import { z } from "zod";
 /**
  * Ids in paths and bodies. Postgres accepts any 8-4-4-4-12 hex string as a uuid, so the API
  * does too (z.uuid() would refuse ids that are valid to the database, like the nil-like ones).
+ * An upper-case id names the same row, so it is lower-cased: answers and change events carry
+ * the one spelling the database stores.
  */
-export const id = z.guid();
+export const id = z.guid().toLowerCase();
 
 /**
  * The shape slugs are made with. A path slug of any other shape is looked up like any unknown

@@ -71,7 +71,7 @@ function databaseErrorOf(error: unknown): DatabaseError | null {
  * A value zod let through but Postgres cannot store (class 22, "data exception": NUL bytes,
  * out-of-range dates or numbers) is the caller's bad input, not our fault.
  */
-function fromDatabaseError(error: unknown): ApiError | null {
+export function fromDatabaseError(error: unknown): ApiError | null {
   const databaseError = databaseErrorOf(error);
   if (databaseError === null || !String(databaseError.code).startsWith("22")) return null;
   const field = typeof databaseError.column === "string" ? `${databaseError.column}: ` : "";

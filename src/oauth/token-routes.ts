@@ -1,6 +1,7 @@
 import formbody from "@fastify/formbody";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
+import { fromDatabaseError } from "../http/error-handler.js";
 import { RateLimited } from "../http/errors.js";
 import { AuthFailureLimiter, failureKeys } from "../web/auth-failures.js";
 import { clientSecretMatches, findClientByClientId, type OAuthClientRecord } from "./clients.js";
@@ -200,6 +201,10 @@ function answerTokenError(
   }
   if (error instanceof RateLimited) {
     return reply.code(429).send({ error: "rate_limited", error_description: error.message });
+  }
+  const malformed = fromDatabaseError(error);
+  if (malformed !== null) {
+    return reply.code(400).send({ error: "invalid_request", error_description: malformed.message });
   }
   if (error.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
     return reply.code(400).send({

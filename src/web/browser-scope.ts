@@ -10,6 +10,7 @@ import view from "@fastify/view";
 import { Eta } from "eta";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
+import { fromDatabaseError } from "../http/error-handler.js";
 import { ApiError } from "../http/errors.js";
 import { PageError, renderErrorPage } from "./pages.js";
 import { pageDirectives } from "./security-headers.js";
@@ -49,8 +50,15 @@ async function answerWithErrorPage(
   if (csrfFailure !== null) {
     return renderErrorPage(request, reply, 403, "Form not accepted", csrfFailure);
   }
-  if (error instanceof ApiError && error.statusCode < 500) {
-    return renderErrorPage(request, reply, error.statusCode, "Request not accepted", error.message);
+  const refused = error instanceof ApiError ? error : fromDatabaseError(error);
+  if (refused !== null && refused.statusCode < 500) {
+    return renderErrorPage(
+      request,
+      reply,
+      refused.statusCode,
+      "Request not accepted",
+      refused.message,
+    );
   }
   if (typeof error.statusCode === "number" && error.statusCode >= 400 && error.statusCode < 500) {
     request.log.info({ err: error }, "browser request refused");

@@ -373,6 +373,16 @@ describe("PATCH /tasks/{task_id}", () => {
     });
   });
 
+  it("takes the task id in upper case and answers, and records, the stored spelling", async () => {
+    const res = await api(t.app, "PATCH", `/api/v1/tasks/${taskId.toUpperCase()}`, {
+      token,
+      body: { priority: "high" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ id: taskId });
+    expect((await eventsFor(t.db, taskId)).at(-1)?.targetId).toBe(taskId);
+  });
+
   it("clears nullable fields with null", async () => {
     const res = await api(t.app, "PATCH", `/api/v1/tasks/${taskId}`, {
       token,

@@ -5,8 +5,16 @@ import { type ApiResponse, api } from "./api.js";
 /** The one 404 body every hidden or unknown resource answers with. */
 export const NOT_FOUND_BODY = { ok: false, error: "not_found", message: "Not found" } as const;
 
-/** A private project, another organisation's project and one that never existed. */
-export const HIDDEN_PROJECT_SLUGS = ["secret", "foreign", "never-existed"] as const;
+/**
+ * A private project, another organisation's project and two that never existed, one of them
+ * longer than the 100 characters Fastify allows a path parameter by default.
+ */
+export const HIDDEN_PROJECT_SLUGS = [
+  "secret",
+  "foreign",
+  "never-existed",
+  "x".repeat(300),
+] as const;
 
 /**
  * Sends one request per target, all at once, and checks that each answers 404 with one and the

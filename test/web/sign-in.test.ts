@@ -88,6 +88,18 @@ describe("signing in", () => {
     }
   });
 
+  it("refuses a NUL character in the email with a 400 page, not a server error", async () => {
+    const session = new InjectSession(t.app, "10.0.0.2");
+    const _csrf = await session.csrfTokenOf("/login");
+    const res = await session.post("/login", {
+      _csrf,
+      email: "ada\u0000@acme.example",
+      password: "x",
+    });
+    expect(res.statusCode).toBe(400);
+    expect(res.headers["content-type"]).toContain("text/html");
+  });
+
   it("regenerates the session on sign-in, so an id planted before is worth nothing", async () => {
     const session = new InjectSession(t.app);
     const _csrf = await session.csrfTokenOf("/login");
@@ -227,6 +239,7 @@ describe("in production", () => {
     production = await createTestApp({
       NODE_ENV: "production",
       PUBLIC_URL: "https://workspace.example",
+      TRUST_PROXY: "127.0.0.1",
     });
   });
   afterAll(() => production.close());

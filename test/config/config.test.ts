@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
+import { TEST_SECRET_KEY } from "../support/app.js";
+
+const base = { SECRET_KEY: TEST_SECRET_KEY, DATABASE_URL: "postgres://127.0.0.1/unused" };
+
+describe("the webhook quick-retry ladder", () => {
+  it("defaults to 1 min, 10 min, 1 h", () => {
+    expect(loadConfig(base).webhooks.quickRetrySeconds).toEqual([60, 600, 3600]);
+  });
+
+  it("is turned off by an empty WEBHOOK_QUICK_RETRIES", () => {
+    expect(loadConfig({ ...base, WEBHOOK_QUICK_RETRIES: "" }).webhooks.quickRetrySeconds).toEqual(
+      [],
+    );
+  });
+
+  it("still treats other empty variables as unset", () => {
+    expect(loadConfig({ ...base, PORT: "" }).port).toBe(3000);
+  });
+});
+
+describe("TRUST_PROXY", () => {
+  it("trusts no proxy by default, a hop count or the proxies' addresses when set", () => {
+    expect(loadConfig(base).trustProxy).toBe(false);
+    expect(loadConfig({ ...base, TRUST_PROXY: "1" }).trustProxy).toBe(1);
+    expect(loadConfig({ ...base, TRUST_PROXY: "10.0.0.1,10.1.0.0/16" }).trustProxy).toBe(
+      "10.0.0.1,10.1.0.0/16",
+    );
+  });
+
+  it("refuses to trust every hop, which would let a client choose its own address", () => {
+    expect(() => loadConfig({ ...base, TRUST_PROXY: "true" })).toThrow(/TRUST_PROXY/);
+  });
+});
