@@ -6,7 +6,6 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
-  type FastifyServerOptions,
 } from "fastify";
 import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Redis } from "ioredis";
@@ -108,7 +107,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // The reference is served at /api/v1/docs itself, not only behind a redirect to /docs/.
     rewriteUrl: (request) =>
       request.url === `${API_PREFIX}/docs` ? `${API_PREFIX}/docs/` : (request.url ?? "/"),
-    trustProxy: deps.config.trustProxy as FastifyServerOptions["trustProxy"],
+    trustProxy: deps.config.trustProxy,
     // Fastify's default (100) answers a longer slug with 400 before authentication; a slug or
     // id of any length is looked up and, when unknown, is the usual 404.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },

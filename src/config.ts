@@ -43,18 +43,17 @@ const envSchema = z.object({
 });
 
 /**
- * Which proxies may say who the client is (X-Forwarded-For). Trusting every hop would let any
- * client pick its own address and so its own per-address sign-in budget; only a hop count or
- * the proxies' own addresses are accepted.
+ * Which proxies may say who the client is (X-Forwarded-For, X-Forwarded-Proto): their addresses
+ * and CIDRs. Trusting every hop would let any client pick its own address and so its own
+ * per-address sign-in budget; Fastify trusts nothing for a bare hop count, so neither is accepted.
  */
-function parseTrustProxy(value: string, context: z.RefinementCtx): false | number | string {
+function parseTrustProxy(value: string, context: z.RefinementCtx): false | string {
   const trimmed = value.trim();
-  if (trimmed === "false" || trimmed === "0") return false;
-  if (/^\d+$/.test(trimmed)) return Number(trimmed);
-  if (trimmed === "true" || trimmed === "") {
+  if (trimmed === "false") return false;
+  if (trimmed === "true" || /^\d+$/.test(trimmed)) {
     context.addIssue({
       code: "custom",
-      message: "must be false, a number of proxy hops, or the proxies' addresses (comma-separated)",
+      message: "must be false or the proxies' addresses and CIDRs (comma-separated)",
     });
     return false;
   }
@@ -111,8 +110,8 @@ export type Config = {
   authRateLimitMax: number;
   bodyLimitBytes: number;
   migrateOnStart: boolean;
-  /** Fastify's trustProxy: false, a hop count, or the proxies' addresses and CIDRs. */
-  trustProxy: false | number | string;
+  /** Fastify's trustProxy: false, or the proxies' addresses and CIDRs. */
+  trustProxy: false | string;
   /** Redis key prefix of the job queue, so deployments sharing a Redis stay apart. */
   queuePrefix: string;
   workerConcurrency: number;

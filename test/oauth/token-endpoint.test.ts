@@ -274,13 +274,11 @@ describe("the token endpoint's errors", () => {
     expect((await exchange(confidentialForm(code))).status).toBe(200);
   });
 
-  it("refuses a NUL character in a parameter as invalid_request, not a server error", async () => {
+  it("refuses a NUL character in the client id as invalid_request, not a server error", async () => {
     const code = await codeFor(["projects:read"]);
-    for (const name of ["client_id"]) {
-      const res = await exchange(confidentialForm(code, { [name]: "svcc_\u0000" }));
-      expect(res.status, name).toBe(400);
-      expect(res.body.error, name).toBe("invalid_request");
-    }
+    const res = await exchange(confidentialForm(code, { client_id: "svcc_\u0000" }));
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe("invalid_request");
   });
 
   it("never accepts a client secret in the query string", async () => {
