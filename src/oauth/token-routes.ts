@@ -1,9 +1,10 @@
 import formbody from "@fastify/formbody";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
+import type { Db } from "../db/client.js";
 import { fromDatabaseError } from "../http/error-handler.js";
 import { RateLimited } from "../http/errors.js";
-import { AuthFailureLimiter, failureKeys } from "../web/auth-failures.js";
+import { type AttemptOutcome, AuthFailureLimiter, failureKeys } from "../web/auth-failures.js";
 import { clientSecretMatches, findClientByClientId, type OAuthClientRecord } from "./clients.js";
 import { TokenError } from "./errors.js";
 import { exchangeAuthorizationCode } from "./token-exchange.js";
@@ -139,48 +140,52 @@ function readTokenRequest(request: FastifyRequest): TokenRequest {
 
 /**
  * Client authentication (RFC 6749 §2.3): a confidential client by its secret (Basic or body),
- * a public client by its id alone (PKCE then binds the code). Failed attempts count against the
- * address and the client id; past AUTH_RATE_LIMIT_MAX the endpoint answers 429 before looking
- * at the secret.
+ * a public client by its id alone (PKCE then binds the code). An unknown client or a wrong
+ * secret counts against the address and the client id; past AUTH_RATE_LIMIT_MAX the endpoint
+ * answers 429 without looking at the secret.
  */
 async function authenticateClient(
   request: FastifyRequest,
   limiter: AuthFailureLimiter,
   token: TokenRequest,
 ): Promise<OAuthClientRecord> {
-  const basicChallenge = token.viaBasic;
   const keys = [failureKeys.clientAddress(request.ip), failureKeys.client(token.clientId)];
-  const allowance = await limiter.check(keys);
-  if (allowance.limited) {
+  const attempt = await limiter.guard(keys, () =>
+    verifyClientCredentials(request.server.db, token),
+  );
+  if (attempt.limited) {
     throw new TokenError(
       "invalid_client",
-      `Too many failed client authentications from this address or for this client; retry in ${allowance.retryAfterSeconds} seconds`,
-      { retryAfterSeconds: allowance.retryAfterSeconds },
+      `Too many failed client authentications from this address or for this client; retry in ${attempt.retryAfterSeconds} seconds`,
+      { retryAfterSeconds: attempt.retryAfterSeconds },
     );
   }
-  const client = await findClientByClientId(request.server.db, token.clientId);
-  if (client === null) {
-    await limiter.record(keys);
-    throw new TokenError("invalid_client", "Unknown client", { basicChallenge });
-  }
+  if (attempt.value instanceof TokenError) throw attempt.value;
+  return attempt.value;
+}
+
+/** A wrong guess (unknown client, wrong secret) is `failed`; a protocol slip is refused uncounted. */
+async function verifyClientCredentials(
+  db: Db,
+  token: TokenRequest,
+): Promise<AttemptOutcome<OAuthClientRecord | TokenError>> {
+  const refuse = (failed: boolean, message: string) => ({
+    failed,
+    value: new TokenError("invalid_client", message, { basicChallenge: token.viaBasic }),
+  });
+  const client = await findClientByClientId(db, token.clientId);
+  if (client === null) return refuse(true, "Unknown client");
   if (client.isPublic) {
-    if (token.clientSecret !== null) {
-      throw new TokenError("invalid_client", "A public client has no secret; send code_verifier", {
-        basicChallenge,
-      });
-    }
-    return client;
+    return token.clientSecret === null
+      ? { failed: false, value: client }
+      : refuse(false, "A public client has no secret; send code_verifier");
   }
   if (token.clientSecret === null) {
-    throw new TokenError("invalid_client", "This client must authenticate with its secret", {
-      basicChallenge,
-    });
+    return refuse(false, "This client must authenticate with its secret");
   }
-  if (!clientSecretMatches(client, token.clientSecret)) {
-    await limiter.record(keys);
-    throw new TokenError("invalid_client", "Client authentication failed", { basicChallenge });
-  }
-  return client;
+  return clientSecretMatches(client, token.clientSecret)
+    ? { failed: false, value: client }
+    : refuse(true, "Client authentication failed");
 }
 
 function answerTokenError(

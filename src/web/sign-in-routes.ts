@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
+import type { Db } from "../db/client.js";
 import { users } from "../db/schema/index.js";
 import { hashPassword, verifyPassword } from "../modules/users/passwords.js";
 import { AuthFailureLimiter, failureKeys } from "./auth-failures.js";
@@ -49,6 +50,20 @@ async function passwordMatches(hash: string | null, password: string): Promise<b
   }
 }
 
+/** The member the form names, when the password is theirs; else null. */
+async function findMemberToSignIn(db: Db, form: SignInForm): Promise<{ id: string } | null> {
+  const [user] =
+    form.email === ""
+      ? []
+      : await db
+          .select({ id: users.id, passwordHash: users.passwordHash })
+          .from(users)
+          .where(sql`lower(${users.email}) = ${form.email.toLowerCase()}`)
+          .limit(1);
+  const ok = await passwordMatches(user?.passwordHash ?? null, form.password);
+  return user !== undefined && ok ? { id: user.id } : null;
+}
+
 function minutes(seconds: number): string {
   const value = Math.max(1, Math.ceil(seconds / 60));
   return value === 1 ? "1 minute" : `${value} minutes`;
@@ -85,31 +100,24 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
   app.post("/login", async (request, reply) => {
     const form = readSignInForm(request.body);
     const keys = [failureKeys.signInAddress(request.ip), failureKeys.signInAccount(form.email)];
-    // Refused before the password is even looked at, so the limit is no oracle.
-    const allowance = await limiter.check(keys);
-    if (allowance.limited) {
-      reply.header("Retry-After", String(allowance.retryAfterSeconds));
+    const attempt = await limiter.guard(keys, async () => {
+      const user = await findMemberToSignIn(app.db, form);
+      return { failed: user === null, value: user };
+    });
+    if (attempt.limited) {
+      reply.header("Retry-After", String(attempt.retryAfterSeconds));
       return renderSignIn(
         request,
         reply,
         {
           ...form,
-          error: `Too many failed sign-ins from this address or for this account. Try again in ${minutes(allowance.retryAfterSeconds)}.`,
+          error: `Too many failed sign-ins from this address or for this account. Try again in ${minutes(attempt.retryAfterSeconds)}.`,
         },
         429,
       );
     }
-    const [user] =
-      form.email === ""
-        ? []
-        : await app.db
-            .select({ id: users.id, passwordHash: users.passwordHash })
-            .from(users)
-            .where(sql`lower(${users.email}) = ${form.email.toLowerCase()}`)
-            .limit(1);
-    const ok = await passwordMatches(user?.passwordHash ?? null, form.password);
-    if (user === undefined || !ok) {
-      await limiter.record(keys);
+    const user = attempt.value;
+    if (user === null) {
       return renderSignIn(
         request,
         reply,

@@ -486,4 +486,19 @@ describe("the failed client authentication limit", () => {
     });
     expect(elsewhere.status).toBe(429);
   });
+
+  it("lets no more wrong secrets through than the allowance when they arrive in parallel", async () => {
+    const workspaces = await importOAuthWorkspaces(limited.db, "par");
+    const target = await registerClient(limited.db, workspaces.devco, [REDIRECT]);
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        exchange(
+          { ...form("svcs_wrong"), client_id: target.clientId },
+          { app: limited, remoteAddress: `10.9.9.${i + 1}` },
+        ),
+      ),
+    );
+    const statuses = answers.map((res) => res.status).sort();
+    expect(statuses).toEqual([401, 401, ...Array(8).fill(429)]);
+  });
 });

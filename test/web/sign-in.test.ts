@@ -230,6 +230,22 @@ describe("the failed sign-in limit (AUTH_RATE_LIMIT_MAX)", () => {
     // The same account from another address is fine: its own count is clean.
     expect((await attempt("other@lim.example", PASSWORD, "10.3.0.2")).statusCode).toBe(303);
   });
+
+  it("lets no more guesses through than the allowance when they arrive in parallel", async () => {
+    const forms = [];
+    for (let i = 0; i < 12; i++) {
+      const session = new InjectSession(limited.app, `10.4.0.${i + 1}`);
+      forms.push({ session, _csrf: await session.csrfTokenOf("/login") });
+    }
+    const answers = await Promise.all(
+      forms.map(({ session, _csrf }) =>
+        session.post("/login", { _csrf, email: "admin@lim.example", password: "wrong" }),
+      ),
+    );
+    const statuses = answers.map((res) => res.statusCode).sort();
+    expect(statuses).toEqual([...Array(3).fill(401), ...Array(9).fill(429)]);
+    expect((await attempt("admin@lim.example", PASSWORD, "10.4.0.99")).statusCode).toBe(429);
+  });
 });
 
 describe("in production", () => {

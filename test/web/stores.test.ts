@@ -60,24 +60,63 @@ describe("the session store", () => {
 });
 
 describe("the failed-authentication counter", () => {
+  const fail = async () => ({ failed: true, value: "wrong" });
+  const succeed = async () => ({ failed: false, value: "right" });
+
   it("counts failures per key within 15 minutes and says when a key frees up", async () => {
     const db = testDb.database.db;
     const limiter = new AuthFailureLimiter(db, 2);
-    expect(await limiter.check(["k:a", "k:b"])).toEqual({ limited: false });
-    await limiter.record(["k:a"]);
-    expect(await limiter.check(["k:a"])).toEqual({ limited: false });
-    await limiter.record(["k:a"]);
-    const limited = await limiter.check(["k:b", "k:a"]);
+    expect(await limiter.guard(["k:a"], fail)).toEqual({ limited: false, value: "wrong" });
+    expect(await limiter.guard(["k:a"], fail)).toEqual({ limited: false, value: "wrong" });
+    let ran = false;
+    const limited = await limiter.guard(["k:b", "k:a"], async () => {
+      ran = true;
+      return { failed: false, value: "right" };
+    });
+    expect(ran).toBe(false);
     expect(limited.limited).toBe(true);
     expect(limited.limited && limited.retryAfterSeconds).toBeGreaterThan(890);
-    expect(await limiter.check(["k:b"])).toEqual({ limited: false });
+    expect(await limiter.guard(["k:b"], succeed)).toEqual({ limited: false, value: "right" });
 
-    // Failures older than the window no longer count (and are purged by a later write).
+    // Failures older than the window no longer count (and are purged by a later attempt).
     await db.update(authFailures).set({ occurredAt: sql`now() - interval '16 minutes'` });
-    expect(await limiter.check(["k:a"])).toEqual({ limited: false });
-    await new AuthFailureLimiter(db, 2).record(["k:c"]);
+    expect(await limiter.guard(["k:a"], succeed)).toEqual({ limited: false, value: "right" });
+    await new AuthFailureLimiter(db, 2).guard(["k:c"], fail);
     expect(
       (await db.select({ key: authFailures.key }).from(authFailures)).map((row) => row.key),
     ).toEqual(["k:c"]);
+  });
+
+  it("forgets successes and faults: only failures use up the allowance", async () => {
+    const db = testDb.database.db;
+    const limiter = new AuthFailureLimiter(db, 1);
+    for (let i = 0; i < 3; i++) {
+      expect(await limiter.guard(["k:ok"], succeed)).toEqual({ limited: false, value: "right" });
+      await expect(
+        limiter.guard(["k:ok"], async () => {
+          throw new Error("database went away");
+        }),
+      ).rejects.toThrow("database went away");
+    }
+    expect(await db.$count(authFailures, sql`${authFailures.key} = 'k:ok'`)).toBe(0);
+  });
+
+  it("lets no more than the allowance through when attempts arrive in parallel", async () => {
+    const db = testDb.database.db;
+    const limiter = new AuthFailureLimiter(db, 5);
+    let verified = 0;
+    const slowFailure = async () => {
+      verified++;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return { failed: true, value: "wrong" };
+    };
+    const attempts = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        limiter.guard([`k:parallel-address-${i % 3}`, "k:parallel-account"], slowFailure),
+      ),
+    );
+    expect(attempts.filter((attempt) => !attempt.limited)).toHaveLength(5);
+    expect(verified).toBe(5);
+    expect(await db.$count(authFailures, sql`${authFailures.key} = 'k:parallel-account'`)).toBe(5);
   });
 });

@@ -1,4 +1,4 @@
-import { index, jsonb, pgTable, text, timestamp } from "drizzle-orm/pg-core";
+import { index, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 
 /** Browser sessions of members (admin area, OAuth consent); the cookie carries only the id. */
 export const sessions = pgTable(
@@ -13,11 +13,13 @@ export const sessions = pgTable(
 
 /**
  * Failed sign-ins and failed OAuth client authentications, counted per client address and
- * per account over a sliding window (AUTH_RATE_LIMIT_MAX); successes are not recorded.
+ * per account over a sliding window (AUTH_RATE_LIMIT_MAX). A row is written when an attempt
+ * starts, so attempts still in flight count too, and deleted when the attempt succeeds.
  */
 export const authFailures = pgTable(
   "auth_failures",
   {
+    id: uuid().primaryKey().defaultRandom(),
     key: text().notNull(),
     occurredAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
