@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { checkMarkdownNesting } from "../richtext/nesting.js";
 
 /**
  * Ids in paths and bodies. Postgres accepts any 8-4-4-4-12 hex string as a uuid, so the API
@@ -32,6 +33,9 @@ export function isStorableText(value: string): boolean {
 
 /** Free text a client writes: any string the database can store. */
 export const storableText = z.string().refine(isStorableText, UNSTORABLE_TEXT);
+
+/** Markdown a client writes: storable, and shallow enough to convert in bounded time. */
+export const markdownText = storableText.superRefine(checkMarkdownNesting);
 
 /** A date a client writes. */
 export const writableDate = isoDate.refine(

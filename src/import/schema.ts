@@ -7,7 +7,7 @@ import {
   taskPriority,
   taskStatus,
 } from "../db/schema/projects.js";
-import { SLUG_PATTERN, writableDate } from "../http/common-schemas.js";
+import { markdownText, SLUG_PATTERN, writableDate } from "../http/common-schemas.js";
 import { emailSchema, memberRoleSchema } from "../modules/users/service.js";
 
 // The workspace document read by `svc import`. Limits are the API's (spec, "Limits"); enums
@@ -78,7 +78,7 @@ const meetingSchema = z.strictObject({
   location: z.string().nullish(),
   description: z.string().nullish(),
   audience: z.enum(meetingAudience.enumValues),
-  minutesMarkdown: z.string().optional(),
+  minutesMarkdown: markdownText.optional(),
   transcript: transcriptSchema.optional(),
 });
 
@@ -150,7 +150,7 @@ const taskSchema = z.strictObject({
 
 const pageSchema = z.strictObject({
   title: z.string().min(1).max(200),
-  markdown: z.string().optional(),
+  markdown: markdownText.optional(),
   get children(): z.ZodDefault<z.ZodArray<typeof pageSchema>> {
     return z.array(pageSchema).default([]);
   },

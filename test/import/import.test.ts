@@ -545,6 +545,12 @@ const refusals: [string, JsonPath, unknown, string][] = [
     "projects[0].specs[0].versions[1].value.note: contains a NUL character",
   ],
   [
+    "page markdown nested too deeply",
+    ["projects", 0, "pages", 0, "markdown"],
+    `${"- ".repeat(40)}x`,
+    "projects[0].pages[0].markdown: line 1 is nested too deeply",
+  ],
+  [
     "a negative duration",
     ["meetings", 0, "durationMinutes"],
     -5,

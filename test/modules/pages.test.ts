@@ -348,6 +348,22 @@ describe("POST /projects/{slug}/pages", () => {
     }
   });
 
+  it("refuses markdown nested too deeply to convert in bounded time, naming the line", async () => {
+    const before = await counts();
+    const nested = [
+      "# Deep",
+      ...Array.from({ length: 40 }, (_, i) => `${"  ".repeat(i)}- level ${i}`),
+    ];
+    const res = await createPage("rover", { title: "Deep", markdown: nested.join("\n") });
+    expectInvalidRequest(res, expect.stringMatching(/^markdown: line 34 is nested too deeply/));
+    expect(await counts()).toEqual(before);
+    const shallow = await createPage("rover", {
+      title: "Shallow",
+      markdown: nested.slice(0, 30).join("\n"),
+    });
+    expect(shallow.status).toBe(200);
+  });
+
   it("answers 404 for a private, foreign or unknown project, after validating the body", async () => {
     for (const slug of ["secret", "foreign", "nowhere"]) {
       expect((await createPage(slug, { title: "In vain" })).status).toBe(404);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { id, isoDateTime, storableText } from "../../http/common-schemas.js";
+import { id, isoDateTime, markdownText, storableText } from "../../http/common-schemas.js";
 
 export const meetingIdParams = z.object({ meeting_id: id });
 
@@ -55,7 +55,7 @@ export const minutesModes = ["replace", "append"] as const;
 
 export const minutesInputSchema = z
   .strictObject({
-    markdown: storableText.describe(
+    markdown: markdownText.describe(
       "Headings, bullet and numbered lists convert to rich text; tables and images are kept as text",
     ),
     mode: z
