@@ -18,16 +18,31 @@ type ValidationIssue = {
 
 const contextNames: Record<string, string> = { querystring: "query", body: "body", params: "path" };
 
-/** Names the field that failed, e.g. `title: Too big: expected string to have <=200 characters`. */
-export function describeValidationIssue(issue: ValidationIssue, context: string): string {
+// A body can fail on any number of fields, each named by the caller: the message lists a few,
+// each name cut short, so a hostile body cannot make the answer as large as itself.
+const LISTED_PROBLEMS = 10;
+const FIELD_NAME_CHARACTERS = 100;
+
+function fieldName(path: string): string {
+  return path.length > FIELD_NAME_CHARACTERS ? `${path.slice(0, FIELD_NAME_CHARACTERS)}…` : path;
+}
+
+/** One line per failing field, e.g. `title: Too big: expected string to have <=200 characters`. */
+function describeValidationIssue(issue: ValidationIssue, context: string): string[] {
+  const path = issue.instancePath.slice(1).replaceAll("/", ".");
   const keys = issue.params.keys;
   if (issue.keyword === "unrecognized_keys" && Array.isArray(keys)) {
-    const prefix =
-      issue.instancePath === "/" ? "" : `${issue.instancePath.slice(1).replaceAll("/", ".")}.`;
-    return keys.map((key) => `${prefix}${String(key)}: unknown field`).join("; ");
+    const prefix = path === "" ? "" : `${path}.`;
+    return keys.map((key) => `${fieldName(`${prefix}${String(key)}`)}: unknown field`);
   }
-  const field = issue.instancePath.slice(1).replaceAll("/", ".");
-  return `${field || (contextNames[context] ?? context)}: ${issue.message}`;
+  return [`${fieldName(path) || (contextNames[context] ?? context)}: ${issue.message}`];
+}
+
+function describeValidationIssues(issues: ValidationIssue[], context: string): string {
+  const problems = issues.flatMap((issue) => describeValidationIssue(issue, context));
+  const listed = problems.slice(0, LISTED_PROBLEMS).join("; ");
+  const unlisted = problems.length - LISTED_PROBLEMS;
+  return unlisted > 0 ? `${listed}; and ${unlisted} more` : listed;
 }
 
 function fromFastifyError(error: FastifyError, bodyLimit: number): ApiError | null {
@@ -85,8 +100,7 @@ function toApiError(error: FastifyError, bodyLimit: number): ApiError | null {
   if (hasZodFastifySchemaValidationErrors(error)) {
     const context = error.validationContext ?? "body";
     const issues = error.validation as unknown as ValidationIssue[];
-    const message = issues.map((issue) => describeValidationIssue(issue, context)).join("; ");
-    return new ApiError("invalid_request", message);
+    return new ApiError("invalid_request", describeValidationIssues(issues, context));
   }
   return fromFastifyError(error, bodyLimit);
 }

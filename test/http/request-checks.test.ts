@@ -89,6 +89,19 @@ describe("bodies the API cannot take", () => {
       expect(res.body.message).toMatch(/Content-Type/);
     },
   );
+  it("names a few of many failing fields, each name cut short, and counts the rest", async () => {
+    const longName = "n".repeat(500);
+    const body: Record<string, unknown> = { title: "ok", [longName]: 1 };
+    for (let i = 0; i < 140; i++) body[`f${i}`] = 1;
+    const res = await api(t.app, "POST", url, { token: writer, body });
+    expect(res.status).toBe(400);
+    expect(res.body.error).toBe("invalid_request");
+    const listed = res.body.message.split("; ");
+    expect(listed).toHaveLength(11);
+    expect(listed[0]).toMatch(/^(n{100}…|f0): unknown field$/);
+    expect(listed.at(-1)).toBe("and 131 more");
+    expect(res.body.message.length).toBeLessThan(1000);
+  });
   it("refuses a missing body naming it", async () => {
     const res = await api(t.app, "POST", url, { token: writer });
     expect(res.status).toBe(400);
