@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { CronExpressionParser } from "cron-parser";
 import { z } from "zod";
 
 const booleanFlag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
@@ -28,7 +29,11 @@ const envSchema = z.object({
     .default("svc"),
   WORKER_CONCURRENCY: positiveInt.default(5),
   WORKER_LOCK_SECONDS: z.coerce.number().int().min(11).default(30),
-  WEBHOOK_RETRY_CRON: z.string().min(1).default("0 3 * * *"),
+  WEBHOOK_RETRY_CRON: z
+    .string()
+    .min(1)
+    .default("0 3 * * *")
+    .superRefine((value, context) => checkCronPattern(value, context)),
   WEBHOOK_RETRY_PASSES: positiveInt.default(7),
   WEBHOOK_QUICK_RETRIES: z
     .string()
@@ -58,6 +63,18 @@ function parseTrustProxy(value: string, context: z.RefinementCtx): false | strin
     return false;
   }
   return trimmed;
+}
+
+/** Refused at start, not found out by the worker when it first schedules the pass. */
+function checkCronPattern(value: string, context: z.RefinementCtx): void {
+  try {
+    CronExpressionParser.parse(value);
+  } catch (error) {
+    context.addIssue({
+      code: "custom",
+      message: `not a cron pattern (${error instanceof Error ? error.message : String(error)})`,
+    });
+  }
 }
 
 /**

@@ -33,3 +33,20 @@ describe("TRUST_PROXY", () => {
     expect(() => loadConfig({ ...base, TRUST_PROXY: "1" })).toThrow(/TRUST_PROXY/);
   });
 });
+
+describe("WEBHOOK_RETRY_CRON", () => {
+  it("takes a cron pattern", () => {
+    expect(loadConfig({ ...base, WEBHOOK_RETRY_CRON: "30 2 * * 1-5" }).webhooks.retryCron).toBe(
+      "30 2 * * 1-5",
+    );
+  });
+
+  it.each(["not a cron", "61 * * * *", "* * * * * * *"])(
+    "refuses %j at start, naming the variable",
+    (pattern) => {
+      expect(() => loadConfig({ ...base, WEBHOOK_RETRY_CRON: pattern })).toThrow(
+        /WEBHOOK_RETRY_CRON/,
+      );
+    },
+  );
+});
