@@ -18,10 +18,23 @@ declare module "fastify" {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+// One lookup per request, whether the rate limiter or the route's access check asks first.
+const bearerLookups = new WeakMap<FastifyRequest, Promise<TokenPrincipal | null>>();
+
+/** The principal of the request's bearer token; null when it is missing, malformed or not live. */
+export function bearerPrincipalOf(db: Db, request: FastifyRequest): Promise<TokenPrincipal | null> {
+  let lookup = bearerLookups.get(request);
+  if (lookup === undefined) {
+    const match = BEARER.exec(request.headers.authorization ?? "");
+    lookup = match?.[1] === undefined ? Promise.resolve(null) : authenticateToken(db, match[1]);
+    bearerLookups.set(request, lookup);
+  }
+  return lookup;
+}
+
 async function authenticateRequest(db: Db, request: FastifyRequest): Promise<TokenPrincipal> {
-  const match = BEARER.exec(request.headers.authorization ?? "");
-  if (match?.[1] === undefined) throw new InvalidToken();
-  const principal = await authenticateToken(db, match[1]);
+  if (!BEARER.test(request.headers.authorization ?? "")) throw new InvalidToken();
+  const principal = await bearerPrincipalOf(db, request);
   if (principal === null) throw new InvalidToken("The bearer token is unknown, revoked or expired");
   return principal;
 }

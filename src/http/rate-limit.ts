@@ -1,15 +1,18 @@
-import { createHash } from "node:crypto";
 import rateLimit from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.js";
+import { bearerPrincipalOf } from "./auth.js";
 import { RateLimited } from "./errors.js";
 
-/** The budget belongs to the token (hashed: raw tokens never reach Redis), else the address. */
-function rateLimitKey(request: FastifyRequest): string {
-  const header = request.headers.authorization;
-  if (header === undefined || header === "") return `ip:${request.ip}`;
-  return `token:${createHash("sha256").update(header).digest("base64url")}`;
+/**
+ * The budget belongs to a live token; a request without one (no token, or one that is
+ * malformed, unknown, revoked or expired) spends its address's budget, so inventing tokens
+ * buys no extra requests.
+ */
+async function rateLimitKey(request: FastifyRequest): Promise<string> {
+  const principal = await bearerPrincipalOf(request.server.db, request);
+  return principal === null ? `ip:${request.ip}` : `token:${principal.tokenId}`;
 }
 
 /**

@@ -49,6 +49,26 @@ describe("per-token rate limit", () => {
     expect((await api(t.app, "GET", "/api/v1/me", { token: second })).status).toBe(200);
   });
 
+  it("charges requests without a live token to their address, however many tokens they invent", async () => {
+    const invent = () => `svc_live_${randomBytes(32).toString("base64url")}`;
+    const from = (address: string, token?: string) =>
+      t.app.inject({
+        method: "GET",
+        url: "/api/v1/me",
+        remoteAddress: address,
+        headers: token === undefined ? {} : { authorization: `Bearer ${token}` },
+      });
+    const statuses = [];
+    for (const token of [invent(), invent(), "not-a-token", invent()]) {
+      statuses.push((await from("10.7.0.1", token)).statusCode);
+    }
+    expect(statuses).toEqual([401, 401, 401, 429]);
+    expect((await from("10.7.0.1")).statusCode).toBe(429);
+    expect((await from("10.7.0.2", invent())).statusCode).toBe(401);
+    // A live token from the same address keeps its own budget.
+    expect((await from("10.7.0.1", await mintToken(t.db, ws))).statusCode).toBe(200);
+  });
+
   it("shares one budget between instances through Redis", async () => {
     const other = await buildApp({
       config: t.config,
