@@ -235,6 +235,9 @@ describe("GET /meetings", () => {
     expect(titles(offset)).toEqual(["All hands"]);
     const justAfter = await list("/meetings?from=2026-03-10T09:00:00.001Z&to=2026-03-11T00:00:00Z");
     expect(titles(justAfter)).toEqual([]);
+    // Compared at the database's microsecond precision, not rounded to milliseconds.
+    const microsAfter = await list("/meetings?from=2026-03-10T09:00:00.0001Z");
+    expect(titles(microsAfter)).toEqual(["Rover sync"]);
     const onlyTo = await list("/meetings?to=2025-05-02T10:00:00Z");
     expect(titles(onlyTo)).toEqual(["Transcript over", "Transcript exact"]);
     const onlyFrom = await list("/meetings?from=2026-03-10T09:00:00Z");

@@ -75,11 +75,12 @@ function toSummary(row: SummaryRow): MeetingSummary {
 }
 
 function startsAtWithin(range: StartsAtRange): SQL[] {
+  const exactly = (text: string) => sql`${text}::timestamptz`;
   const conditions: SQL[] = [];
-  if (range.from !== null) conditions.push(gte(meetings.startsAt, range.from));
+  if (range.from !== null) conditions.push(gte(meetings.startsAt, exactly(range.from.text)));
   if (range.to !== null) {
-    const { at, inclusive } = range.to;
-    conditions.push(inclusive ? lte(meetings.startsAt, at) : lt(meetings.startsAt, at));
+    const { text, inclusive } = range.to;
+    conditions.push((inclusive ? lte : lt)(meetings.startsAt, exactly(text)));
   }
   return conditions;
 }

@@ -10,9 +10,15 @@ import { isoDate, isoDateTime } from "../../http/common-schemas.js";
  * without an offset is ambiguous and refused.
  */
 export type StartsAtRange = {
-  from: Date | null;
-  to: { at: Date; inclusive: boolean } | null;
+  from: Instant | null;
+  to: (Instant & { inclusive: boolean }) | null;
 };
+
+/**
+ * A bound as the caller wrote it (`text`, compared by Postgres at its microsecond precision, so
+ * `…00.0001Z` excludes a meeting at `…00.000Z`) and as a `Date` for checks in JavaScript.
+ */
+type Instant = { text: string; at: Date };
 
 const BOUND_FORMAT =
   "must be an ISO 8601 date-time with seconds and Z or an offset (2026-03-01T09:00:00Z), or a date (2026-03-01)";
@@ -23,16 +29,20 @@ function isDateOnly(value: string): boolean {
   return isoDate.safeParse(value).success;
 }
 
-function lowerBound(value: string): Date {
-  return new Date(isDateOnly(value) ? `${value}T00:00:00Z` : value);
+function instant(text: string): Instant {
+  return { text, at: new Date(text) };
 }
 
-function upperBound(value: string): { at: Date; inclusive: boolean } {
-  if (!isDateOnly(value)) return { at: new Date(value), inclusive: true };
+function lowerBound(value: string): Instant {
+  return instant(isDateOnly(value) ? `${value}T00:00:00Z` : value);
+}
+
+function upperBound(value: string): Instant & { inclusive: boolean } {
+  if (!isDateOnly(value)) return { ...instant(value), inclusive: true };
   // The whole day: everything before the next midnight (UTC), whatever the stored precision.
   const nextDay = new Date(`${value}T00:00:00Z`);
   nextDay.setUTCDate(nextDay.getUTCDate() + 1);
-  return { at: nextDay, inclusive: false };
+  return { ...instant(nextDay.toISOString()), inclusive: false };
 }
 
 /** Years Postgres and `Date#toISOString` agree on; an offset can push a 4-digit year out. */
@@ -52,7 +62,7 @@ export function startsAtRange(query: { from?: string | undefined; to?: string | 
 
 function isEmptyWindow({ from, to }: StartsAtRange): boolean {
   if (from === null || to === null) return false;
-  return to.inclusive ? from > to.at : from >= to.at;
+  return to.inclusive ? from.at > to.at : from.at >= to.at;
 }
 
 export const startsAtRangeQuery = z
@@ -70,7 +80,7 @@ export const startsAtRangeQuery = z
   })
   .superRefine((query, context) => {
     const range = startsAtRange(query);
-    if (range.from !== null && !inStorableYears(range.from)) {
+    if (range.from !== null && !inStorableYears(range.from.at)) {
       context.addIssue({
         code: "custom",
         path: ["from"],
