@@ -85,16 +85,33 @@ async function registerBrowserPages(app: FastifyInstance, deps: AppDependencies)
   await app.register(adminRoutes, { config: deps.config, prefix: "/admin" });
 }
 
-/** A path that cannot even be decoded still gets the API's envelope. */
+const MALFORMED_URL = "The request URL is malformed";
+
+// Before routing there is no browser scope (templates, helmet), so the page and its headers are
+// written out here: static, with nothing to escape and nothing to load.
+const MALFORMED_URL_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Bad request</title></head>
+<body><main><h1>Bad request</h1><p>${MALFORMED_URL}.</p></main></body></html>
+`;
+
+/** A path that cannot even be decoded: the API's envelope under /api/v1, a page elsewhere. */
 function answerUnroutableRequest(
   error: FastifyError,
   request: FastifyRequest,
   reply: FastifyReply,
 ) {
   request.log.info({ err: error }, "request refused before routing");
-  const body = failure("invalid_request", "The request URL is malformed");
-  reply.header("X-Request-Id", request.id);
-  reply.code(400).send(request.url.startsWith(API_PREFIX) ? body : { error: body.message });
+  reply.header("X-Request-Id", request.id).code(400);
+  if (request.url.startsWith(API_PREFIX)) {
+    reply.send(failure("invalid_request", MALFORMED_URL));
+    return;
+  }
+  reply
+    .type("text/html; charset=utf-8")
+    .header("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+    .header("X-Content-Type-Options", "nosniff")
+    .header("X-Frame-Options", "DENY")
+    .send(MALFORMED_URL_PAGE);
 }
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {

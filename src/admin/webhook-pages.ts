@@ -128,7 +128,7 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
       request,
       `${queued} failed ${queued === 1 ? "delivery" : "deliveries"} queued for another attempt.`,
     );
-    return reply.redirect(`${request.url.replace(/\/retry-failed$/, "")}`, 303);
+    return reply.redirect(sectionPath(request, "webhooks"), 303);
   });
 
   app.post("/:org/webhooks/:id/ping", async (request, reply) => {

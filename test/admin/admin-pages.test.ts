@@ -83,6 +83,30 @@ describe("who may use the admin area", () => {
   });
 });
 
+describe("webhooks", () => {
+  it("goes back to the webhook list after retrying failed deliveries, whatever the query", async () => {
+    const page = await admin.get("/admin/acme/webhooks");
+    const res = await admin.post("/admin/acme/webhooks/retry-failed?from=somewhere", {
+      _csrf: csrf(page.body),
+    });
+    expect(res.statusCode).toBe(303);
+    expect(res.headers.location).toBe("/admin/acme/webhooks");
+    const list = await admin.get(res.headers.location as string);
+    expect(list.statusCode).toBe(200);
+    expect(list.body).toContain("0 failed deliveries queued for another attempt.");
+  });
+});
+
+describe("an address that cannot be decoded", () => {
+  it("gets a 400 page outside the API", async () => {
+    const page = await t.app.inject({ method: "GET", url: "/admin/%ED%A0%80" });
+    expect(page.statusCode).toBe(400);
+    expect(page.headers["content-type"]).toBe("text/html; charset=utf-8");
+    expect(page.headers["content-security-policy"]).toContain("default-src 'none'");
+    expect(page.body).toContain("<h1>Bad request</h1>");
+  });
+});
+
 describe("tokens", () => {
   it("mints a token for the organisation, attributed to the signed-in admin", async () => {
     const page = await admin.get("/admin/acme/tokens");
