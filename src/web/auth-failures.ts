@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { and, asc, inArray, lt, sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
 import { authFailures } from "../db/schema/index.js";
@@ -7,6 +8,15 @@ export const AUTH_FAILURE_WINDOW_SECONDS = 15 * 60;
 
 // Rows older than the window are deleted by whichever attempt comes next, at most this often.
 const PURGE_INTERVAL_MS = 60_000;
+
+// An attempt still unsettled after this long was cut off (a crash, a lost connection): it
+// counts as the failure it may have been.
+const ABANDONED_AFTER_SECONDS = 60;
+
+// How long an attempt waits for attempts in flight to settle before it gives up with 429, and
+// how often it looks.
+const WAIT_FOR_SETTLED_MS = 10_000;
+const SETTLED_POLL_MS = 25;
 
 // First half of the two-part advisory lock key, so these locks never meet the service's
 // single-key ones (migrations, demo seed); Postgres keeps the two key spaces apart.
@@ -23,17 +33,21 @@ export const failureKeys = {
 /** What an authentication attempt found: `failed` ones stay counted. */
 export type AttemptOutcome<T> = { failed: boolean; value: T };
 
-export type GuardedAttempt<T> =
-  | { limited: true; retryAfterSeconds: number }
-  | { limited: false; value: T };
+type Limited = { limited: true; retryAfterSeconds: number };
 
-type Reservation = { limited: true; retryAfterSeconds: number } | { limited: false; ids: string[] };
+export type GuardedAttempt<T> = Limited | { limited: false; value: T };
+
+type Reservation = Limited | { limited: false; busy: true } | { limited: false; ids: string[] };
+
+type CountedRow = { key: string; unsettled: boolean; secondsLeft: number };
 
 /**
  * Counts failed sign-ins and failed client authentications in `auth_failures` (shared by every
- * instance through the database). An attempt is counted as a failure from the moment it starts
- * and the count is forgiven when it succeeds, so parallel guesses cannot all slip past the
- * check before any of them is recorded, and a member who signs in correctly uses up nothing.
+ * instance through the database). Only failures count, and the limit holds for attempts sent
+ * in parallel: an attempt is admitted only while the failures so far plus the attempts still
+ * in flight stay under the limit (taking that count and joining the in-flight ones is one step
+ * under an advisory lock per key); past that it waits for those in flight to settle. A
+ * success deletes its row, a failure settles it.
  */
 export class AuthFailureLimiter {
   private lastPurge = 0;
@@ -52,23 +66,36 @@ export class AuthFailureLimiter {
     keys: readonly string[],
     authenticate: () => Promise<AttemptOutcome<T>>,
   ): Promise<GuardedAttempt<T>> {
-    const reservation = await this.reserve(keys);
+    const reservation = await this.admit(keys);
     if (reservation.limited) return reservation;
     let outcome: AttemptOutcome<T>;
     try {
       outcome = await authenticate();
     } catch (error) {
       // A fault is not a wrong guess: it must not lock the member out.
-      await this.release(reservation.ids);
+      await this.forget(reservation.ids);
       throw error;
     }
-    if (!outcome.failed) await this.release(reservation.ids);
+    if (outcome.failed) await this.settle(reservation.ids);
+    else await this.forget(reservation.ids);
     return { limited: false, value: outcome.value };
   }
 
-  /** Counts this attempt against every key, or refuses it, as one step per key. */
-  private async reserve(keys: readonly string[]): Promise<Reservation> {
+  private async admit(
+    keys: readonly string[],
+  ): Promise<Limited | { limited: false; ids: string[] }> {
     await this.purgeOld();
+    const giveUpAt = Date.now() + WAIT_FOR_SETTLED_MS;
+    for (;;) {
+      const reservation = await this.reserve(keys);
+      if (!("busy" in reservation)) return reservation;
+      if (Date.now() >= giveUpAt) return { limited: true, retryAfterSeconds: 1 };
+      await sleep(SETTLED_POLL_MS);
+    }
+  }
+
+  /** Joins the attempts in flight on every key, or says why not, as one step per key. */
+  private async reserve(keys: readonly string[]): Promise<Reservation> {
     const distinctKeys = [...new Set(keys)].sort();
     return this.db.transaction(async (tx) => {
       // Sorted, so two attempts sharing keys always lock them in the same order.
@@ -77,21 +104,36 @@ export class AuthFailureLimiter {
           sql`select pg_advisory_xact_lock(${ATTEMPT_LOCK_NAMESPACE}, hashtext(${key}))`,
         );
       }
-      const retryAfterSeconds = await this.secondsUntilAllowed(tx, distinctKeys);
+      const rows = await this.countedRows(tx, distinctKeys);
+      let retryAfterSeconds = 0;
+      let busy = false;
+      for (const key of distinctKeys) {
+        const counted = rows.filter((row) => row.key === key);
+        const failures = counted.filter((row) => !row.unsettled);
+        if (failures.length >= this.max) {
+          // The key frees up when enough of its oldest failures leave the window.
+          const freeing = failures[failures.length - this.max]?.secondsLeft ?? 1;
+          retryAfterSeconds = Math.max(retryAfterSeconds, freeing, 1);
+        } else if (counted.length >= this.max) {
+          busy = true;
+        }
+      }
       if (retryAfterSeconds > 0) return { limited: true, retryAfterSeconds };
-      const rows = await tx
+      if (busy) return { limited: false, busy: true };
+      const inserted = await tx
         .insert(authFailures)
-        .values(distinctKeys.map((key) => ({ key })))
+        .values(distinctKeys.map((key) => ({ key, unsettled: true })))
         .returning({ id: authFailures.id });
-      return { limited: false, ids: rows.map((row) => row.id) };
+      return { limited: false, ids: inserted.map((row) => row.id) };
     });
   }
 
-  /** 0 while every key has allowance left; else when the last of them frees up. */
-  private async secondsUntilAllowed(db: Db, keys: readonly string[]): Promise<number> {
-    const rows = await db
+  /** The keys' rows in the window, oldest first; an abandoned attempt counts as settled. */
+  private countedRows(db: Db, keys: readonly string[]): Promise<CountedRow[]> {
+    return db
       .select({
         key: authFailures.key,
+        unsettled: sql<boolean>`${authFailures.unsettled} and ${authFailures.occurredAt} > now() - make_interval(secs => ${ABANDONED_AFTER_SECONDS})`,
         secondsLeft: sql<number>`ceil(extract(epoch from (${authFailures.occurredAt} + make_interval(secs => ${AUTH_FAILURE_WINDOW_SECONDS}) - now())))::int`,
       })
       .from(authFailures)
@@ -102,18 +144,16 @@ export class AuthFailureLimiter {
         ),
       )
       .orderBy(asc(authFailures.occurredAt));
-    let retryAfterSeconds = 0;
-    for (const key of keys) {
-      const failures = rows.filter((row) => row.key === key);
-      if (failures.length < this.max) continue;
-      // The key frees up when enough of its oldest failures leave the window.
-      const freeing = failures[failures.length - this.max];
-      retryAfterSeconds = Math.max(retryAfterSeconds, Math.max(1, freeing?.secondsLeft ?? 1));
-    }
-    return retryAfterSeconds;
   }
 
-  private async release(ids: readonly string[]): Promise<void> {
+  private async settle(ids: readonly string[]): Promise<void> {
+    await this.db
+      .update(authFailures)
+      .set({ unsettled: false })
+      .where(inArray(authFailures.id, [...ids]));
+  }
+
+  private async forget(ids: readonly string[]): Promise<void> {
     await this.db.delete(authFailures).where(inArray(authFailures.id, [...ids]));
   }
 

@@ -209,6 +209,20 @@ describe("the failed sign-in limit (AUTH_RATE_LIMIT_MAX)", () => {
     }
   });
 
+  it("does not count successes sent in parallel either", async () => {
+    const forms = [];
+    for (let i = 0; i < 8; i++) {
+      const session = new InjectSession(limited.app, "10.1.0.2");
+      forms.push({ session, _csrf: await session.csrfTokenOf("/login") });
+    }
+    const answers = await Promise.all(
+      forms.map(({ session, _csrf }) =>
+        session.post("/login", { _csrf, email: "other@lim.example", password: PASSWORD }),
+      ),
+    );
+    expect(answers.map((res) => res.statusCode)).toEqual(Array(8).fill(303));
+  });
+
   it("refuses an account after its failures, from any address, even with the right password", async () => {
     for (let i = 0; i < 3; i++) {
       expect((await attempt("member@lim.example", "wrong", `10.2.0.${i + 1}`)).statusCode).toBe(

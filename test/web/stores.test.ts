@@ -119,4 +119,33 @@ describe("the failed-authentication counter", () => {
     expect(verified).toBe(5);
     expect(await db.$count(authFailures, sql`${authFailures.key} = 'k:parallel-account'`)).toBe(5);
   });
+
+  it("lets parallel successes all through, never more in flight than the allowance", async () => {
+    const limiter = new AuthFailureLimiter(testDb.database.db, 2);
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const slowSuccess = async () => {
+      inFlight++;
+      mostInFlight = Math.max(mostInFlight, inFlight);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      inFlight--;
+      return { failed: false, value: "right" };
+    };
+    const attempts = await Promise.all(
+      Array.from({ length: 10 }, () => limiter.guard(["k:busy-account"], slowSuccess)),
+    );
+    expect(attempts).toEqual(Array(10).fill({ limited: false, value: "right" }));
+    expect(mostInFlight).toBe(2);
+  });
+
+  it("counts an attempt abandoned in flight (a crash) as a failure", async () => {
+    const db = testDb.database.db;
+    await db.insert(authFailures).values({
+      key: "k:crashed",
+      unsettled: true,
+      occurredAt: sql`now() - interval '2 minutes'`,
+    });
+    const limited = await new AuthFailureLimiter(db, 1).guard(["k:crashed"], succeed);
+    expect(limited.limited).toBe(true);
+  });
 });

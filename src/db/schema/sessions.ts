@@ -1,4 +1,4 @@
-import { index, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
+import { boolean, index, jsonb, pgTable, text, timestamp, uuid } from "drizzle-orm/pg-core";
 
 /** Browser sessions of members (admin area, OAuth consent); the cookie carries only the id. */
 export const sessions = pgTable(
@@ -13,14 +13,16 @@ export const sessions = pgTable(
 
 /**
  * Failed sign-ins and failed OAuth client authentications, counted per client address and
- * per account over a sliding window (AUTH_RATE_LIMIT_MAX). A row is written when an attempt
- * starts, so attempts still in flight count too, and deleted when the attempt succeeds.
+ * per account over a sliding window (AUTH_RATE_LIMIT_MAX). A row is written `unsettled` when an
+ * attempt starts, so attempts in flight are seen by parallel ones; a failure settles it, a
+ * success deletes it.
  */
 export const authFailures = pgTable(
   "auth_failures",
   {
     id: uuid().primaryKey().defaultRandom(),
     key: text().notNull(),
+    unsettled: boolean().notNull().default(false),
     occurredAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [index("auth_failures_key_idx").on(t.key, t.occurredAt)],

@@ -1,1 +1,0 @@
-ALTER TABLE "auth_failures" ADD COLUMN "id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL;

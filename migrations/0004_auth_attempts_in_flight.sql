@@ -1,0 +1,2 @@
+ALTER TABLE "auth_failures" ADD COLUMN "id" uuid PRIMARY KEY DEFAULT gen_random_uuid() NOT NULL;--> statement-breakpoint
+ALTER TABLE "auth_failures" ADD COLUMN "unsettled" boolean DEFAULT false NOT NULL;
