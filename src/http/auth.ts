@@ -33,10 +33,11 @@ export function bearerPrincipalOf(db: Db, request: FastifyRequest): Promise<Toke
 }
 
 async function authenticateRequest(db: Db, request: FastifyRequest): Promise<TokenPrincipal> {
-  if (!BEARER.test(request.headers.authorization ?? "")) throw new InvalidToken();
   const principal = await bearerPrincipalOf(db, request);
-  if (principal === null) throw new InvalidToken("The bearer token is unknown, revoked or expired");
-  return principal;
+  if (principal !== null) return principal;
+  throw BEARER.test(request.headers.authorization ?? "")
+    ? new InvalidToken("The bearer token is unknown, revoked or expired")
+    : new InvalidToken();
 }
 
 /**

@@ -37,7 +37,11 @@ type Limited = { limited: true; retryAfterSeconds: number };
 
 export type GuardedAttempt<T> = Limited | { limited: false; value: T };
 
-type Reservation = Limited | { limited: false; busy: true } | { limited: false; ids: string[] };
+/** Joined the attempts in flight: its rows, one per key. */
+type Admitted = { limited: false; ids: string[] };
+
+/** Room only once attempts in flight settle. */
+type Busy = { limited: false; busy: true };
 
 type CountedRow = { key: string; unsettled: boolean; secondsLeft: number };
 
@@ -81,9 +85,7 @@ export class AuthFailureLimiter {
     return { limited: false, value: outcome.value };
   }
 
-  private async admit(
-    keys: readonly string[],
-  ): Promise<Limited | { limited: false; ids: string[] }> {
+  private async admit(keys: readonly string[]): Promise<Limited | Admitted> {
     await this.purgeOld();
     const giveUpAt = Date.now() + WAIT_FOR_SETTLED_MS;
     for (;;) {
@@ -95,7 +97,7 @@ export class AuthFailureLimiter {
   }
 
   /** Joins the attempts in flight on every key, or says why not, as one step per key. */
-  private async reserve(keys: readonly string[]): Promise<Reservation> {
+  private async reserve(keys: readonly string[]): Promise<Limited | Busy | Admitted> {
     const distinctKeys = [...new Set(keys)].sort();
     return this.db.transaction(async (tx) => {
       // Sorted, so two attempts sharing keys always lock them in the same order.
@@ -104,28 +106,33 @@ export class AuthFailureLimiter {
           sql`select pg_advisory_xact_lock(${ATTEMPT_LOCK_NAMESPACE}, hashtext(${key}))`,
         );
       }
-      const rows = await this.countedRows(tx, distinctKeys);
-      let retryAfterSeconds = 0;
-      let busy = false;
-      for (const key of distinctKeys) {
-        const counted = rows.filter((row) => row.key === key);
-        const failures = counted.filter((row) => !row.unsettled);
-        if (failures.length >= this.max) {
-          // The key frees up when enough of its oldest failures leave the window.
-          const freeing = failures[failures.length - this.max]?.secondsLeft ?? 1;
-          retryAfterSeconds = Math.max(retryAfterSeconds, freeing, 1);
-        } else if (counted.length >= this.max) {
-          busy = true;
-        }
-      }
-      if (retryAfterSeconds > 0) return { limited: true, retryAfterSeconds };
-      if (busy) return { limited: false, busy: true };
+      const verdict = this.judge(distinctKeys, await this.countedRows(tx, distinctKeys));
+      if (verdict !== null) return verdict;
       const inserted = await tx
         .insert(authFailures)
         .values(distinctKeys.map((key) => ({ key, unsettled: true })))
         .returning({ id: authFailures.id });
       return { limited: false, ids: inserted.map((row) => row.id) };
     });
+  }
+
+  /** Limited when a key's failures reached the limit, busy when attempts in flight fill it. */
+  private judge(keys: readonly string[], rows: readonly CountedRow[]): Limited | Busy | null {
+    let retryAfterSeconds = 0;
+    let busy = false;
+    for (const key of keys) {
+      const counted = rows.filter((row) => row.key === key);
+      const failures = counted.filter((row) => !row.unsettled);
+      if (failures.length >= this.max) {
+        // The key frees up when enough of its oldest failures leave the window.
+        const freeing = failures[failures.length - this.max]?.secondsLeft ?? 1;
+        retryAfterSeconds = Math.max(retryAfterSeconds, freeing, 1);
+      } else if (counted.length >= this.max) {
+        busy = true;
+      }
+    }
+    if (retryAfterSeconds > 0) return { limited: true, retryAfterSeconds };
+    return busy ? { limited: false, busy: true } : null;
   }
 
   /** The keys' rows in the window, oldest first; an abandoned attempt counts as settled. */

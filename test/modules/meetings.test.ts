@@ -563,6 +563,17 @@ describe("POST /meetings/{meeting_id}/minutes", () => {
     expect(detail.body.data).toMatchObject({ minutesText: "", hasMinutes: false });
   });
 
+  it("refuses minutes nested too deeply, naming the line, and leaves them alone", async () => {
+    const meetingId = topId("Minutes target");
+    const before = (await eventsFor(meetingId)).length;
+    const res = await api(t.app, "POST", url(), {
+      token: writer,
+      body: { markdown: `Agenda\n${"> ".repeat(40)}deep` },
+    });
+    expectInvalidRequest(res, expect.stringMatching(/^markdown: line 2 is nested too deeply/));
+    expect(await eventsFor(meetingId)).toHaveLength(before);
+  });
+
   it("writes, stamps and records an event even when the minutes come out identical", async () => {
     const meetingId = topId("Minutes target");
     const longAgo = new Date("2000-01-01T00:00:00.000Z");
