@@ -12,23 +12,26 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { adminRoutes } from "./admin/routes.js";
 import type { Config } from "./config.js";
+import { NotFound } from "./core/errors.js";
 import type { Database, Db } from "./db/client.js";
-import { registerBearerAuth } from "./http/auth.js";
+import { bearerLookup, registerBearerAuth } from "./http/auth.js";
 import { failure, registerErrorHandler } from "./http/error-handler.js";
-import { NotFound } from "./http/errors.js";
 import { registerHealthRoutes } from "./http/health.js";
 import { API_PREFIX, openApiOptions } from "./http/openapi.js";
 import { registerRateLimit } from "./http/rate-limit.js";
 import { requestIdOf } from "./http/request-id.js";
 import { deferNotFoundForImpossibleIds } from "./http/unknown-ids.js";
+import { changeEventsAsMarkdown } from "./modules/change-events/catalogue.js";
 import { moduleRoutes } from "./modules/routes.js";
+import { authenticateToken } from "./modules/tokens/service.js";
 import { authorizeRoutes } from "./oauth/authorize-routes.js";
 import { oauthMetadataRoutes } from "./oauth/metadata-routes.js";
 import { oauthTokenRoutes } from "./oauth/token-routes.js";
+import type { WorkspaceJobs } from "./queue/jobs.js";
 import type { JobQueue } from "./queue/queue.js";
-import { registerBrowserPlumbing } from "./web/browser-scope.js";
-import { signInRoutes } from "./web/sign-in-routes.js";
-import type { WorkspaceJobs } from "./worker.js";
+import { registerBrowserPlumbing } from "./sessions/browser-scope.js";
+import { signInRoutes } from "./sessions/sign-in-routes.js";
+import { webhookRoutes } from "./webhooks/routes.js";
 
 const MAX_PATH_PARAM_LENGTH = 2048;
 
@@ -55,8 +58,9 @@ async function registerApi(app: FastifyInstance, deps: AppDependencies): Promise
   deferNotFoundForImpossibleIds(app);
   // Bodies are JSON (spec, "Endpoints"); anything else is refused as a wrong Content-Type.
   app.removeContentTypeParser("text/plain");
-  await registerRateLimit(app, deps.config, deps.redis);
-  registerBearerAuth(app, deps.database.db);
+  const lookup = bearerLookup((token) => authenticateToken(deps.database.db, token));
+  await registerRateLimit(app, deps.config, deps.redis, lookup);
+  registerBearerAuth(app, lookup);
   app.setNotFoundHandler({ preHandler: app.rateLimit() }, async () => {
     throw new NotFound("No such endpoint");
   });
@@ -73,7 +77,7 @@ async function registerApi(app: FastifyInstance, deps: AppDependencies): Promise
       title: "Workspace API reference",
     },
   });
-  for (const routes of moduleRoutes) await app.register(routes);
+  for (const routes of [...moduleRoutes, webhookRoutes]) await app.register(routes);
   await app.register(oauthTokenRoutes, { config: deps.config });
 }
 
@@ -138,7 +142,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     reply.header("X-Request-Id", request.id);
   });
 
-  await app.register(swagger, openApiOptions(deps.config));
+  await app.register(swagger, openApiOptions(deps.config, changeEventsAsMarkdown()));
 
   registerHealthRoutes(app, deps.database, deps.redis);
   await app.register((api) => registerApi(api, deps), { prefix: API_PREFIX });

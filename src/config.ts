@@ -109,7 +109,6 @@ function parseDurationList(value: string, context: z.RefinementCtx): number[] {
 }
 
 export type Config = {
-  nodeEnv: "development" | "production" | "test";
   isProduction: boolean;
   port: number;
   host: string;
@@ -188,7 +187,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const secretKey = e.SECRET_KEY ?? localSecretKey(dataDir);
   const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
   return {
-    nodeEnv: e.NODE_ENV,
     isProduction,
     port: e.PORT,
     host: e.HOST,

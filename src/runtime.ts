@@ -6,9 +6,9 @@ import { type Database, openPglite, openPostgres } from "./db/client.js";
 import { claimEmbeddedDatabase } from "./db/embedded-lock.js";
 import { createBullmqQueue } from "./queue/bullmq-queue.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
+import type { WorkspaceJobs } from "./queue/jobs.js";
 import type { JobQueue } from "./queue/queue.js";
 import { closeWebhookAgents } from "./webhooks/http-client.js";
-import type { WorkspaceJobs } from "./worker.js";
 
 /** The connections a process holds, opened in the mode the configuration selects. */
 export type Runtime = {

@@ -1,9 +1,6 @@
 import type { Runtime } from "./runtime.js";
-import { startWebhookLoops } from "./webhooks/dispatcher.js";
-import { type WebhookJobs, webhookJobHandlers } from "./webhooks/jobs.js";
-
-/** Every job the worker runs, by name; payloads carry ids only. */
-export type WorkspaceJobs = WebhookJobs;
+import { webhookJobHandlers } from "./webhooks/jobs.js";
+import { startWebhookLoops } from "./webhooks/relay-and-recovery-loops.js";
 
 /**
  * The webhook worker: queue consumer with bounded concurrency, the daily retry pass on its

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from "fastify";
-import { scopeDescriptions } from "../http/scopes.js";
+import { scopeDescriptions } from "../core/scopes.js";
 import { listGrantsConnectedTo, revokeGrant } from "../oauth/grants.js";
-import { leaveNotice } from "../web/pages.js";
+import { leaveNotice } from "../sessions/pages.js";
 import { adminContextOf, pathId, renderAdminPage, sectionPath } from "./context.js";
 
 /** Connected addons: the grants other developers' addons hold on this organisation. */

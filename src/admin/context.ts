@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { AdminOrganization, WebUser } from "../web/members.js";
-import { type PageData, PageError, renderPage } from "../web/pages.js";
+import { ApiError } from "../core/errors.js";
+import type { AdminOrganization, WebUser } from "../sessions/members.js";
+import { type PageData, PageError, renderPage } from "../sessions/pages.js";
 
 /** Who is using the admin area, and for which organisation (one they administer). */
 export type AdminContext = {
@@ -15,7 +16,7 @@ declare module "fastify" {
   }
 }
 
-export type AdminSection = "overview" | "tokens" | "apps" | "connections" | "webhooks";
+export type AdminSection = "overview" | "tokens" | "addons" | "connections" | "webhooks";
 
 export function adminContextOf(request: FastifyRequest): AdminContext {
   if (request.adminContext === null) throw new Error("admin route reached without its context");
@@ -23,7 +24,7 @@ export function adminContextOf(request: FastifyRequest): AdminContext {
 }
 
 /** `2026-03-01 09:30 UTC`: one unambiguous format for every time the admin pages show. */
-export function formatTime(value: Date | string | null): string {
+function formatTime(value: Date | string | null): string {
   if (value === null) return "";
   const iso = (typeof value === "string" ? new Date(value) : value).toISOString();
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
@@ -53,6 +54,49 @@ export function renderAdminPage(
     },
     status,
   );
+}
+
+/** Renders a section's list page with its form; the list is read afresh for every render. */
+export type ListPage<F> = (
+  request: FastifyRequest,
+  reply: FastifyReply,
+  form?: F,
+  error?: string | null,
+) => Promise<FastifyReply>;
+
+/**
+ * A section's list page: what `load` reads, and the form that adds to the list, shown again
+ * with the refusal (400) beside it when a submission was refused.
+ */
+export function listPage<F>(
+  section: AdminSection,
+  title: string,
+  emptyForm: F,
+  load: (request: FastifyRequest, organizationId: string) => Promise<Record<string, unknown>>,
+): ListPage<F> {
+  return async (request, reply, form = emptyForm, error = null) => {
+    const data = await load(request, adminContextOf(request).organization.id);
+    const page = { title, ...data, form, error };
+    return renderAdminPage(request, reply, section, `admin/${section}`, page, error ? 400 : 200);
+  };
+}
+
+/** Runs a form's action; a refusal of the input is shown on the list page beside the form. */
+export async function showingRefusals<F>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  listPageOf: ListPage<F>,
+  form: F,
+  action: () => Promise<FastifyReply>,
+): Promise<FastifyReply> {
+  try {
+    return await action();
+  } catch (error) {
+    if (error instanceof ApiError && error.statusCode === 400) {
+      return listPageOf(request, reply, form, error.message);
+    }
+    throw error;
+  }
 }
 
 /** Where a section's list lives, for the redirect after a change. */

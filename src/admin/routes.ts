@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import type { Config } from "../config.js";
-import { adminOrganizationsOf, currentUser, redirectToSignIn } from "../web/members.js";
-import { PageError, renderPage } from "../web/pages.js";
-import { appPages } from "./app-pages.js";
+import { adminOrganizationsOf, currentUser, redirectToSignIn } from "../sessions/members.js";
+import { PageError, renderPage } from "../sessions/pages.js";
+import { addonPages } from "./addon-pages.js";
 import { connectionPages } from "./connection-pages.js";
 import { renderAdminPage } from "./context.js";
 import { tokenPages } from "./token-pages.js";
@@ -67,7 +67,7 @@ export async function adminRoutes(app: FastifyInstance, options: { config: Confi
   );
 
   await app.register(tokenPages);
-  await app.register(appPages);
+  await app.register(addonPages);
   await app.register(connectionPages);
   await app.register(webhookPages, { config: options.config });
 }

@@ -1,11 +1,12 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { allScopes, isScope, type Scope, scopeDescriptions } from "../http/scopes.js";
+import type { FastifyInstance } from "fastify";
+import { allScopes, isScope, type Scope, scopeDescriptions } from "../core/scopes.js";
 import { createToken } from "../modules/tokens/service.js";
-import { leaveNotice } from "../web/pages.js";
+import { leaveNotice } from "../sessions/pages.js";
 import {
   adminContextOf,
   formField,
   formList,
+  listPage,
   pathId,
   renderAdminPage,
   sectionPath,
@@ -20,23 +21,16 @@ const scopeChoices = allScopes.map((scope) => ({ scope, description: scopeDescri
 
 type MintForm = { name: string; scopes: string[]; expiresInDays: string };
 
-async function renderTokenList(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  form: MintForm = { name: "", scopes: [], expiresInDays: "" },
-  error: string | null = null,
-) {
-  const { organization } = adminContextOf(request);
-  const tokens = await listMintedTokens(request.server.db, organization.id);
-  return renderAdminPage(
-    request,
-    reply,
-    "tokens",
-    "admin/tokens",
-    { title: "API tokens", tokens, scopeChoices, expiryDays: EXPIRY_DAYS, form, error },
-    error === null ? 200 : 400,
-  );
-}
+const tokenList = listPage<MintForm>(
+  "tokens",
+  "API tokens",
+  { name: "", scopes: [], expiresInDays: "" },
+  async (request, organizationId) => ({
+    tokens: await listMintedTokens(request.server.db, organizationId),
+    scopeChoices,
+    expiryDays: EXPIRY_DAYS,
+  }),
+);
 
 function checkMintForm(form: MintForm): string | null {
   if (form.name.length > MAX_NAME_LENGTH)
@@ -51,7 +45,7 @@ function checkMintForm(form: MintForm): string | null {
 
 /** Tokens: list with scopes, creator and last use; mint (shown once); revoke. */
 export async function tokenPages(app: FastifyInstance) {
-  app.get("/:org/tokens", async (request, reply) => renderTokenList(request, reply));
+  app.get("/:org/tokens", async (request, reply) => tokenList(request, reply));
 
   app.post("/:org/tokens", async (request, reply) => {
     const { organization, user } = adminContextOf(request);
@@ -61,7 +55,7 @@ export async function tokenPages(app: FastifyInstance) {
       expiresInDays: formField(request, "expires_in_days"),
     };
     const error = checkMintForm(form);
-    if (error !== null) return renderTokenList(request, reply, form, error);
+    if (error !== null) return tokenList(request, reply, form, error);
     const days = form.expiresInDays === "" ? null : Number(form.expiresInDays);
     const created = await createToken(app.db, {
       organizationId: organization.id,

@@ -1,7 +1,7 @@
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { allScopes, type Scope } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
 import { apiTokens, users } from "../db/schema/index.js";
-import { allScopes, type Scope } from "../http/scopes.js";
 
 export type MintedToken = {
   id: string;

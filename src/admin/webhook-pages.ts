@@ -1,8 +1,7 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
-import { ApiError } from "../http/errors.js";
 import { changeEventCatalogue } from "../modules/change-events/catalogue.js";
-import { leaveNotice, PageError } from "../web/pages.js";
+import { leaveNotice, PageError } from "../sessions/pages.js";
 import { enqueueAttempt, queuePing, queueRetryPass } from "../webhooks/jobs.js";
 import {
   createWebhook,
@@ -15,9 +14,11 @@ import {
   adminContextOf,
   formField,
   formList,
+  listPage,
   pathId,
   renderAdminPage,
   sectionPath,
+  showingRefusals,
 } from "./context.js";
 
 const eventChoices = changeEventCatalogue.map((entry) => ({
@@ -27,23 +28,15 @@ const eventChoices = changeEventCatalogue.map((entry) => ({
 
 type WebhookForm = { url: string; events: string[] };
 
-async function renderWebhookList(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  form: WebhookForm = { url: "", events: [] },
-  error: string | null = null,
-) {
-  const { organization } = adminContextOf(request);
-  const webhooks = await listWebhooks(request.server.db, organization.id);
-  return renderAdminPage(
-    request,
-    reply,
-    "webhooks",
-    "admin/webhooks",
-    { title: "Webhooks", webhooks, eventChoices, form, error },
-    error === null ? 200 : 400,
-  );
-}
+const webhookList = listPage<WebhookForm>(
+  "webhooks",
+  "Webhooks",
+  { url: "", events: [] },
+  async (request, organizationId) => ({
+    webhooks: await listWebhooks(request.server.db, organizationId),
+    eventChoices,
+  }),
+);
 
 function webhookPath(request: FastifyRequest, webhookId: string): string {
   return `${sectionPath(request, "webhooks")}/${webhookId}`;
@@ -57,7 +50,7 @@ function webhookPath(request: FastifyRequest, webhookId: string): string {
 export async function webhookPages(app: FastifyInstance, options: { config: Config }) {
   const settings = { secretKey: options.config.secretKey, production: options.config.isProduction };
 
-  app.get("/:org/webhooks", async (request, reply) => renderWebhookList(request, reply));
+  app.get("/:org/webhooks", async (request, reply) => webhookList(request, reply));
 
   app.post("/:org/webhooks", async (request, reply) => {
     const { organization, user } = adminContextOf(request);
@@ -65,7 +58,7 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
       url: formField(request, "url").trim(),
       events: formList(request, "events"),
     };
-    try {
+    return showingRefusals(request, reply, webhookList, form, async () => {
       const created = await createWebhook(app.db, settings, {
         organizationId: organization.id,
         url: form.url,
@@ -78,12 +71,7 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
         url: form.url,
         secret: created.secret,
       });
-    } catch (error) {
-      if (error instanceof ApiError && error.statusCode === 400) {
-        return renderWebhookList(request, reply, form, error.message);
-      }
-      throw error;
-    }
+    });
   });
 
   app.get("/:org/webhooks/:id", async (request, reply) => {

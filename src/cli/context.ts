@@ -1,7 +1,9 @@
 import { type Config, loadConfig } from "../config.js";
 import type { Db } from "../db/client.js";
 import { createLogger } from "../logger.js";
+import { findOrganizationBySlug } from "../modules/users/service.js";
 import { openDatabase } from "../runtime.js";
+import { CliError } from "./cli-error.js";
 
 export function cliConfig(): Config {
   return loadConfig();
@@ -21,6 +23,13 @@ export async function withDatabase<T>(
     await database.close();
     release();
   }
+}
+
+/** The id of the organisation a command names by slug; a refusal when there is none. */
+export async function requireOrganizationId(db: Db, slug: string): Promise<string> {
+  const organization = await findOrganizationBySlug(db, slug);
+  if (organization === null) throw new CliError(`No organization with slug ${slug}`);
+  return organization.id;
 }
 
 export function cliLogger(config: Config) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 import { ConfigError } from "../config.js";
+import { ApiError } from "../core/errors.js";
 import { EmbeddedDatabaseBusy } from "../db/embedded-lock.js";
-import { ApiError } from "../http/errors.js";
 import { CliError } from "./cli-error.js";
 import { demoCommand, importCommand, migrateCommand } from "./commands/database.js";
 import { grantCommand, oauthClientCommand } from "./commands/oauth.js";

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
+import { allScopes } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
-import { allScopes } from "../http/scopes.js";
 import { importWorkspace } from "../import/service.js";
 import { createToken } from "../modules/tokens/service.js";
 import { addUser, findOrganizationBySlug } from "../modules/users/service.js";

@@ -1,39 +1,47 @@
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from "fastify";
-import type { Db } from "../db/client.js";
-import { authenticateToken, type TokenPrincipal } from "../modules/tokens/service.js";
-import { InsufficientScope, InvalidRequest, InvalidToken } from "./errors.js";
-import type { Scope } from "./scopes.js";
+import { InsufficientScope, InvalidRequest, InvalidToken } from "../core/errors.js";
+import type { Actor, Principal } from "../core/principal.js";
+import type { Scope } from "../core/scopes.js";
 
 /** Who may call a route: anyone, any valid token, or a token holding one scope. */
 export type RouteAccess = "public" | "any-token" | Scope;
+
+/** Resolves a presented bearer token to its principal; null when it is not a live token. */
+export type AuthenticateBearer = (token: string) => Promise<Principal | null>;
+
+/** The principal behind a request's bearer token, looked up at most once per request. */
+export type BearerLookup = (request: FastifyRequest) => Promise<Principal | null>;
 
 declare module "fastify" {
   interface FastifyContextConfig {
     access?: RouteAccess;
   }
   interface FastifyRequest {
-    principal: TokenPrincipal | null;
+    principal: Principal | null;
   }
 }
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
-// One lookup per request, whether the rate limiter or the route's access check asks first.
-const bearerLookups = new WeakMap<FastifyRequest, Promise<TokenPrincipal | null>>();
-
-/** The principal of the request's bearer token; null when it is missing, malformed or not live. */
-export function bearerPrincipalOf(db: Db, request: FastifyRequest): Promise<TokenPrincipal | null> {
-  let lookup = bearerLookups.get(request);
-  if (lookup === undefined) {
-    const match = BEARER.exec(request.headers.authorization ?? "");
-    lookup = match?.[1] === undefined ? Promise.resolve(null) : authenticateToken(db, match[1]);
-    bearerLookups.set(request, lookup);
-  }
-  return lookup;
+/** One lookup per request, whether the rate limiter or the route's access check asks first. */
+export function bearerLookup(authenticate: AuthenticateBearer): BearerLookup {
+  const lookups = new WeakMap<FastifyRequest, Promise<Principal | null>>();
+  return (request) => {
+    let lookup = lookups.get(request);
+    if (lookup === undefined) {
+      const match = BEARER.exec(request.headers.authorization ?? "");
+      lookup = match?.[1] === undefined ? Promise.resolve(null) : authenticate(match[1]);
+      lookups.set(request, lookup);
+    }
+    return lookup;
+  };
 }
 
-async function authenticateRequest(db: Db, request: FastifyRequest): Promise<TokenPrincipal> {
-  const principal = await bearerPrincipalOf(db, request);
+async function authenticateRequest(
+  lookup: BearerLookup,
+  request: FastifyRequest,
+): Promise<Principal> {
+  const principal = await lookup(request);
   if (principal !== null) return principal;
   throw BEARER.test(request.headers.authorization ?? "")
     ? new InvalidToken("The bearer token is unknown, revoked or expired")
@@ -46,13 +54,13 @@ async function authenticateRequest(db: Db, request: FastifyRequest): Promise<Tok
  * count against the budget and carry the RateLimit headers. Routes without `access` (the
  * not-found handler) stay open so unknown paths are 404.
  */
-export function registerBearerAuth(app: FastifyInstance, db: Db): void {
+export function registerBearerAuth(app: FastifyInstance, lookup: BearerLookup): void {
   app.decorateRequest("principal", null);
   app.addHook("onRoute", (route) => {
     const access = route.config?.access;
     if (access === undefined || access === "public") return;
     const requireToken: onRequestAsyncHookHandler = async (request) => {
-      const principal = await authenticateRequest(db, request);
+      const principal = await authenticateRequest(lookup, request);
       if (access !== "any-token" && !principal.scopes.includes(access)) {
         throw new InsufficientScope(access);
       }
@@ -67,18 +75,23 @@ function toArray<T>(value: T | T[] | undefined): T[] {
   return Array.isArray(value) ? value : [value];
 }
 
-export function principalOf(request: FastifyRequest): TokenPrincipal {
+export function principalOf(request: FastifyRequest): Principal {
   if (request.principal === null) throw new InvalidToken();
   return request.principal;
 }
 
-/** The user a write is attributed to; a token whose creator left may only read. */
-export function authorOf(request: FastifyRequest): { principal: TokenPrincipal; authorId: string } {
+/** The organisation of the request's token. */
+export function organizationOf(request: FastifyRequest): string {
+  return principalOf(request).organization.id;
+}
+
+/** Who a write acts as; a token whose creator left may only read. */
+export function actorOf(request: FastifyRequest): Actor {
   const principal = principalOf(request);
   if (principal.authorId === null) {
     throw new InvalidRequest(
       "No author stands behind this token: its creator is no longer a member of the organisation, so it can only read. Mint a new token.",
     );
   }
-  return { principal, authorId: principal.authorId };
+  return { organizationId: principal.organization.id, authorId: principal.authorId };
 }

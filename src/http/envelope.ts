@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { errorCode } from "./errors.js";
+import { errorCode } from "../core/errors.js";
 
 export const failureEnvelope = z
   .object({

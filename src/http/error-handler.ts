@@ -1,13 +1,13 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
-import type { FailureBody } from "./envelope.js";
 import {
   ApiError,
   type ErrorCode,
   InsufficientScope,
   InvalidToken,
   statusOfError,
-} from "./errors.js";
+} from "../core/errors.js";
+import type { FailureBody } from "./envelope.js";
 
 type ValidationIssue = {
   instancePath: string;

@@ -1,8 +1,7 @@
 import type { FastifyDynamicSwaggerOptions } from "@fastify/swagger";
 import { jsonSchemaTransform, jsonSchemaTransformObject } from "fastify-type-provider-zod";
 import type { Config } from "../config.js";
-import { catalogueAsMarkdown } from "../modules/change-events/catalogue.js";
-import { scopeDescriptions } from "./scopes.js";
+import { scopeDescriptions } from "../core/scopes.js";
 
 export const API_PREFIX = "/api/v1";
 const API_PREFIX_PATTERN = /^\/api\/v1(?=\/|$)/;
@@ -14,23 +13,21 @@ links, tasks and meeting minutes and notes.
 Every request is scoped to the organisation of its bearer token. Success is
 \`{"ok":true,"data":...}\`; failure is \`{"ok":false,"error":"<code>","message":"<text>"}\`.
 
-## Change events
-
-Every write records one change event in the same transaction; webhooks deliver them. The
-payload carries \`id\` (integer), \`type\`, \`action\`, \`target_kind\`, \`target_id\`, \`actor_id\`,
-\`occurred_at\` and \`diff\` with \`before\` and \`after\` objects holding only the changed fields.
-
-${catalogueAsMarkdown()}`;
+`;
 
 /** The OpenAPI 3.1 document is generated from the same zod schemas the routes validate with. */
-export function openApiOptions(config: Config): FastifyDynamicSwaggerOptions {
+export function openApiOptions(
+  config: Config,
+  /** Sections the domain contributes (the change-event catalogue), appended to the description. */
+  moreDescription: string,
+): FastifyDynamicSwaggerOptions {
   return {
     openapi: {
       openapi: "3.1.0",
       info: {
         title: "Workspace API",
         version: "1.0.0",
-        description: DESCRIPTION,
+        description: `${DESCRIPTION}\n${moreDescription}`,
         license: { name: "Proprietary", identifier: "LicenseRef-Proprietary" },
       },
       servers: [{ url: `${config.publicUrl}${API_PREFIX}` }],

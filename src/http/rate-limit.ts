@@ -2,17 +2,19 @@ import rateLimit from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Redis } from "ioredis";
 import type { Config } from "../config.js";
-import { bearerPrincipalOf } from "./auth.js";
-import { RateLimited } from "./errors.js";
+import { RateLimited } from "../core/errors.js";
+import type { BearerLookup } from "./auth.js";
 
 /**
  * The budget belongs to a live token; a request without one (no token, or one that is
  * malformed, unknown, revoked or expired) spends its address's budget, so inventing tokens
  * buys no extra requests.
  */
-async function rateLimitKey(request: FastifyRequest): Promise<string> {
-  const principal = await bearerPrincipalOf(request.server.db, request);
-  return principal === null ? `ip:${request.ip}` : `token:${principal.tokenId}`;
+function rateLimitKey(lookup: BearerLookup) {
+  return async (request: FastifyRequest): Promise<string> => {
+    const principal = await lookup(request);
+    return principal === null ? `ip:${request.ip}` : `token:${principal.tokenId}`;
+  };
 }
 
 /**
@@ -23,12 +25,13 @@ export async function registerRateLimit(
   app: FastifyInstance,
   config: Config,
   redis: Redis | undefined,
+  lookup: BearerLookup,
 ): Promise<void> {
   await app.register(rateLimit, {
     global: true,
     max: config.rateLimit.max,
     timeWindow: config.rateLimit.windowSeconds * 1000,
-    keyGenerator: rateLimitKey,
+    keyGenerator: rateLimitKey(lookup),
     enableDraftSpec: true,
     // An unreachable Redis must not take the API down with it.
     skipOnError: true,

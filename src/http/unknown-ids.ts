@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifySchemaValidationError } from "fastify";
 import { validatorCompiler } from "fastify-type-provider-zod";
 import type { ZodType } from "zod";
-import { NotFound } from "./errors.js";
+import { NotFound } from "../core/errors.js";
 
 type ValidationOutcome = { error?: FastifySchemaValidationError[]; value?: unknown };
 

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import { InvalidRequest } from "../http/errors.js";
+import { InvalidRequest } from "../core/errors.js";
 
 export type ImportIssue = { path: readonly PropertyKey[]; message: string };
 

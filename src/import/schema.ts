@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { markdownText, SLUG_PATTERN, writableDate } from "../core/values.js";
 import { documentCategory, documentKind, meetingAudience } from "../db/schema/library.js";
 import {
   componentHealth,
@@ -7,7 +8,6 @@ import {
   taskPriority,
   taskStatus,
 } from "../db/schema/projects.js";
-import { markdownText, SLUG_PATTERN, writableDate } from "../http/common-schemas.js";
 import { emailSchema, memberRoleSchema } from "../modules/users/service.js";
 
 // The workspace document read by `svc import`. Limits are the API's (spec, "Limits"); enums

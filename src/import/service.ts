@@ -1,24 +1,7 @@
 import { getTableColumns, inArray, sql } from "drizzle-orm";
 import type { PgInsertValue, PgTable } from "drizzle-orm/pg-core";
 import type { Db } from "../db/client.js";
-import {
-  componentDependencies,
-  components,
-  componentVersions,
-  documents,
-  meetings,
-  memberships,
-  milestones,
-  organizations,
-  pageRevisions,
-  pages,
-  projects,
-  specs,
-  specVersions,
-  tasks,
-  transcripts,
-  users,
-} from "../db/schema/index.js";
+import { memberships, organizations, users } from "../db/schema/index.js";
 import { hashPassword } from "../modules/users/passwords.js";
 import type { MemberRole } from "../modules/users/service.js";
 import { ImportError } from "./import-error.js";
@@ -30,14 +13,14 @@ import {
   type ImportedMeeting,
   type ImportedProject,
   type WorkspaceRows,
+  workspaceTables,
 } from "./workspace-rows.js";
 
 export { ImportError } from "./import-error.js";
-export { parseWorkspaceDocument } from "./parse.js";
 
-export type ImportedOrganization = { id: string; slug: string; name: string };
+type ImportedOrganization = { id: string; slug: string; name: string };
 /** A member as echoed: the password given in the document never leaves. */
-export type ImportedUser = { id: string; email: string; name: string; role: MemberRole };
+type ImportedUser = { id: string; email: string; name: string; role: MemberRole };
 
 /** The imported document with an `id` on every object the import created. */
 export type ImportedWorkspace = {
@@ -131,19 +114,9 @@ async function addMembers(
 
 /** In reference order: every row's parent is inserted by an earlier statement. */
 async function insertWorkspaceRows(db: Db, rows: WorkspaceRows): Promise<void> {
-  await insertAll(db, projects, rows.projects);
-  await insertAll(db, specs, rows.specs);
-  await insertAll(db, specVersions, rows.specVersions);
-  await insertAll(db, components, rows.components);
-  await insertAll(db, componentVersions, rows.componentVersions);
-  await insertAll(db, componentDependencies, rows.componentDependencies);
-  await insertAll(db, milestones, rows.milestones);
-  await insertAll(db, tasks, rows.tasks);
-  await insertAll(db, pages, rows.pages);
-  await insertAll(db, pageRevisions, rows.pageRevisions);
-  await insertAll(db, documents, rows.documents);
-  await insertAll(db, meetings, rows.meetings);
-  await insertAll(db, transcripts, rows.transcripts);
+  for (const name of Object.keys(workspaceTables) as (keyof WorkspaceRows)[]) {
+    await insertAll(db, workspaceTables[name], rows[name]);
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { sql } from "drizzle-orm";
-import type {
+import {
   componentDependencies,
   components,
   componentVersions,
@@ -37,13 +37,13 @@ import type {
 // inserted in bulk and the echoed document can carry the ids without reading them back.
 
 type Identified<T> = { id: string } & T;
-export type ImportedSpec = Identified<Omit<SpecInput, "versions">> & {
+type ImportedSpec = Identified<Omit<SpecInput, "versions">> & {
   versions: Identified<SpecVersionInput>[];
 };
-export type ImportedComponent = Identified<Omit<ComponentInput, "versions">> & {
+type ImportedComponent = Identified<Omit<ComponentInput, "versions">> & {
   versions: Identified<ComponentVersionInput>[];
 };
-export type ImportedPage = Identified<Omit<PageInput, "children">> & { children: ImportedPage[] };
+type ImportedPage = Identified<Omit<PageInput, "children">> & { children: ImportedPage[] };
 export type ImportedDocument = Identified<DocumentInput>;
 export type ImportedMeeting = Identified<Omit<MeetingInput, "transcript">> & {
   transcript?: Identified<TranscriptInput>;
@@ -63,20 +63,27 @@ export type ImportedProject = Identified<
   meetings: ImportedMeeting[];
 };
 
+/** The tables a workspace fills, in reference order: every row's parent is in an earlier one. */
+export const workspaceTables = {
+  projects,
+  specs,
+  specVersions,
+  components,
+  componentVersions,
+  componentDependencies,
+  milestones,
+  tasks,
+  pages,
+  pageRevisions,
+  documents,
+  meetings,
+  transcripts,
+};
+
+type WorkspaceTables = typeof workspaceTables;
+
 export type WorkspaceRows = {
-  projects: (typeof projects.$inferInsert)[];
-  specs: (typeof specs.$inferInsert)[];
-  specVersions: (typeof specVersions.$inferInsert)[];
-  components: (typeof components.$inferInsert)[];
-  componentVersions: (typeof componentVersions.$inferInsert)[];
-  componentDependencies: (typeof componentDependencies.$inferInsert)[];
-  milestones: (typeof milestones.$inferInsert)[];
-  tasks: (typeof tasks.$inferInsert)[];
-  pages: (typeof pages.$inferInsert)[];
-  pageRevisions: (typeof pageRevisions.$inferInsert)[];
-  documents: (typeof documents.$inferInsert)[];
-  meetings: (typeof meetings.$inferInsert)[];
-  transcripts: (typeof transcripts.$inferInsert)[];
+  [Name in keyof WorkspaceTables]: WorkspaceTables[Name]["$inferInsert"][];
 };
 
 export type RowContext = {
@@ -90,21 +97,8 @@ export type RowContext = {
 type Builder = RowContext & { rows: WorkspaceRows };
 
 function emptyRows(): WorkspaceRows {
-  return {
-    projects: [],
-    specs: [],
-    specVersions: [],
-    components: [],
-    componentVersions: [],
-    componentDependencies: [],
-    milestones: [],
-    tasks: [],
-    pages: [],
-    pageRevisions: [],
-    documents: [],
-    meetings: [],
-    transcripts: [],
-  };
+  const entries = Object.keys(workspaceTables).map((name) => [name, []]);
+  return Object.fromEntries(entries) as WorkspaceRows;
 }
 
 function lookup(ids: ReadonlyMap<string, string>, key: string, what: string): string {

@@ -8,7 +8,6 @@ import { pageRoutes } from "./pages/routes.js";
 import { projectRoutes } from "./projects/routes.js";
 import { specRoutes } from "./specs/routes.js";
 import { taskRoutes } from "./tasks/routes.js";
-import { webhookRoutes } from "./webhooks/routes.js";
 
 /** Every /api/v1 route plugin, one per domain area. */
 export const moduleRoutes: FastifyPluginAsyncZod[] = [
@@ -21,5 +20,4 @@ export const moduleRoutes: FastifyPluginAsyncZod[] = [
   pageRoutes,
   documentRoutes,
   meetingRoutes,
-  webhookRoutes,
 ];

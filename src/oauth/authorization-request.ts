@@ -1,6 +1,6 @@
+import { allScopes, isScope, type Scope } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
-import { allScopes, isScope, type Scope } from "../http/scopes.js";
-import { findClientByClientId, type OAuthClientRecord } from "./clients.js";
+import { type Addon, findAddonByClientId } from "./addons.js";
 import type { AuthorizationErrorCode } from "./errors.js";
 
 /** The parameters of `GET /oauth/authorize` (and of the consent form that repeats them). */
@@ -20,7 +20,7 @@ const MAX_STATE_LENGTH = 2000;
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
 
 export type AuthorizationRequest = {
-  client: OAuthClientRecord;
+  addon: Addon;
   redirectUri: string;
   scopes: Scope[];
   state: string;
@@ -82,7 +82,7 @@ export async function checkAuthorizationRequest(
   if (values.client_id === undefined) {
     return { outcome: "show-error", message: "The request names no addon (client_id is missing)." };
   }
-  const client = await findClientByClientId(db, values.client_id);
+  const client = await findAddonByClientId(db, values.client_id);
   if (client === null) {
     return { outcome: "show-error", message: "The addon that sent you here is not registered." };
   }
@@ -144,14 +144,14 @@ export async function checkAuthorizationRequest(
   }
   return {
     outcome: "valid",
-    request: { client, redirectUri, scopes, state, codeChallenge: challenge },
+    request: { addon: client, redirectUri, scopes, state, codeChallenge: challenge },
   };
 }
 
 /** The request as the consent form repeats it in hidden fields (checked again on submit). */
 export function authorizationParameters(request: AuthorizationRequest): Record<string, string> {
   return {
-    client_id: request.client.clientId,
+    client_id: request.addon.clientId,
     redirect_uri: request.redirectUri,
     response_type: "code",
     scope: request.scopes.join(" "),

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
-import { scopeDescriptions } from "../http/scopes.js";
-import { adminOrganizationsOf, currentUser, redirectToSignIn } from "../web/members.js";
-import { renderPage } from "../web/pages.js";
-import { allowFormRedirectTo } from "../web/security-headers.js";
+import { scopeDescriptions } from "../core/scopes.js";
+import { adminOrganizationsOf, currentUser, redirectToSignIn } from "../sessions/members.js";
+import { renderPage } from "../sessions/pages.js";
+import { allowFormRedirectTo } from "../sessions/security-headers.js";
 import {
   type AuthorizationRequest,
   authorizationParameters,
@@ -65,8 +65,8 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
 
   function describeRequest(authorization: AuthorizationRequest) {
     return {
-      addon: authorization.client.name,
-      developer: authorization.client.developer.name,
+      addon: authorization.addon.name,
+      developer: authorization.addon.developer.name,
       returnsTo: new URL(authorization.redirectUri).origin,
       scopes: authorization.scopes.map((scope) => ({
         scope,
@@ -76,25 +76,33 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
     };
   }
 
+  /** A member who administers no organisation here can only send the member back. */
+  function renderNeedsAdmin(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    authorization: AuthorizationRequest,
+  ) {
+    // The page's form ends in a redirect to the addon, which form-action must allow.
+    allowFormRedirectTo(reply, authorization.redirectUri, config.isProduction);
+    return renderPage(
+      request,
+      reply,
+      "oauth/needs-admin",
+      { title: "An admin must approve this addon", ...describeRequest(authorization) },
+      403,
+    );
+  }
+
   app.get(AUTHORIZE_PATH, async (request, reply) => {
     const authorization = await validRequest(request, reply, request.query);
     if (authorization === null) return reply;
     const user = await currentUser(app.db, request);
     if (user === null) return redirectToSignIn(reply, request.url);
     const organizations = await adminOrganizationsOf(app.db, user.id);
-    // The forms on these pages end in a redirect to the addon, which form-action must allow.
+    if (organizations.length === 0) return renderNeedsAdmin(request, reply, authorization);
     allowFormRedirectTo(reply, authorization.redirectUri, config.isProduction);
-    if (organizations.length === 0) {
-      return renderPage(
-        request,
-        reply,
-        "oauth/needs-admin",
-        { title: "An admin must approve this addon", ...describeRequest(authorization) },
-        403,
-      );
-    }
     return renderPage(request, reply, "oauth/consent", {
-      title: `Connect ${authorization.client.name}`,
+      title: `Connect ${authorization.addon.name}`,
       ...describeRequest(authorization),
       organizations,
     });
@@ -123,18 +131,9 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
     }
     const organizations = await adminOrganizationsOf(app.db, user.id);
     const organization = organizations.find((candidate) => candidate.id === form.organization_id);
-    if (organization === undefined) {
-      allowFormRedirectTo(reply, authorization.redirectUri, config.isProduction);
-      return renderPage(
-        request,
-        reply,
-        "oauth/needs-admin",
-        { title: "An admin must approve this addon", ...describeRequest(authorization) },
-        403,
-      );
-    }
+    if (organization === undefined) return renderNeedsAdmin(request, reply, authorization);
     const { code } = await approveAuthorization(app.db, {
-      clientRecordId: authorization.client.id,
+      clientRecordId: authorization.addon.id,
       organizationId: organization.id,
       userId: user.id,
       redirectUri: authorization.redirectUri,

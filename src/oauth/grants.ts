@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { allScopes, isScope, type Scope } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
 import {
   apiTokens,
@@ -9,10 +10,9 @@ import {
   organizations,
   users,
 } from "../db/schema/index.js";
-import { allScopes, isScope, type Scope } from "../http/scopes.js";
 import { hashSecret } from "../modules/tokens/service.js";
 
-export const CODE_PREFIX = "svca_";
+const CODE_PREFIX = "svca_";
 
 export type Approval = {
   /** The addon's client record. */
@@ -71,7 +71,7 @@ export type ConnectedAddon = {
   id: string;
   /** The addon's public `svcc_` client id. */
   clientId: string;
-  clientName: string;
+  addonName: string;
   developerName: string;
   scopes: Scope[];
   approvedBy: string | null;
@@ -92,7 +92,7 @@ export async function listGrantsConnectedTo(
     .select({
       id: oauthGrants.id,
       clientId: oauthClients.clientId,
-      clientName: oauthClients.name,
+      addonName: oauthClients.name,
       developerName: organizations.name,
       scopes: oauthGrants.scopes,
       approvedBy: users.name,

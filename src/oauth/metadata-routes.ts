@@ -1,10 +1,10 @@
 import type { FastifyInstance } from "fastify";
 import type { Config } from "../config.js";
+import { allScopes } from "../core/scopes.js";
 import { API_PREFIX } from "../http/openapi.js";
-import { allScopes } from "../http/scopes.js";
 
 /** RFC 8414 authorization server metadata, so standard clients configure themselves. */
-export function authorizationServerMetadata(config: Config) {
+function authorizationServerMetadata(config: Config) {
   return {
     issuer: config.publicUrl,
     authorization_endpoint: `${config.publicUrl}/oauth/authorize`,

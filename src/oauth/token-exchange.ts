@@ -1,15 +1,15 @@
 import { createHash } from "node:crypto";
 import { and, eq, gt, isNull, sql } from "drizzle-orm";
+import { isScope, type Scope } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
 import { apiTokens, oauthCodes, oauthGrants } from "../db/schema/index.js";
-import { isScope, type Scope } from "../http/scopes.js";
 import { createToken, hashSecret } from "../modules/tokens/service.js";
-import type { OAuthClientRecord } from "./clients.js";
+import type { Addon } from "./addons.js";
 import { TokenError } from "./errors.js";
 
 export type CodeExchange = {
-  /** The client, already authenticated. */
-  client: OAuthClientRecord;
+  /** The addon, authenticated as a client. */
+  addon: Addon;
   code: string;
   redirectUri: string;
   codeVerifier: string | null;
@@ -71,7 +71,7 @@ export async function exchangeAuthorizationCode(
     await revokeTokensOfCode(db, code.id);
     throw reused();
   }
-  if (code.clientId !== exchange.client.id) {
+  if (code.clientId !== exchange.addon.id) {
     throw new TokenError("invalid_grant", "The authorization code was issued to another client");
   }
   if (code.expired) throw new TokenError("invalid_grant", "The authorization code has expired");
@@ -119,7 +119,7 @@ export async function exchangeAuthorizationCode(
       scopes: code.scopes.filter(isScope),
       grantId: code.grantId,
       oauthCodeId: code.id,
-      name: `OAuth: ${exchange.client.name}`,
+      name: `OAuth: ${exchange.addon.name}`,
     });
   });
   if (issued === null) {

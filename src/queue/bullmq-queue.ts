@@ -1,4 +1,4 @@
-import { Queue, Worker } from "bullmq";
+import { Queue, UnrecoverableError, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import {
@@ -72,9 +72,14 @@ export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions)
           autorun: true,
         },
       );
-      worker.on("failed", (job, err) =>
-        options.logger.warn({ err, job: job?.name, jobId: job?.id }, "job failed"),
-      );
+      worker.on("failed", (job, err) => {
+        // Whether BullMQ will try again: never after an UnrecoverableError or the last attempt.
+        const retry =
+          !(err instanceof UnrecoverableError) &&
+          job !== undefined &&
+          job.attemptsMade < (job.opts.attempts ?? 1);
+        options.logger.warn({ err, job: job?.name, jobId: job?.id, retry }, "job failed");
+      });
       await worker.waitUntilReady();
     },
 

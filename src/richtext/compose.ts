@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { BlockNode, RichTextDoc } from "./types.js";
 
 // An editor's blank document is a single empty paragraph rather than no
@@ -8,6 +9,11 @@ export function isEmptyRichText(doc: RichTextDoc): boolean {
 
 function isEmptyParagraph(block: BlockNode): boolean {
   return block.type === "paragraph" && (block.content ?? []).length === 0;
+}
+
+/** The same content: equal documents, or two empty ones however an editor spelled them. */
+export function sameRichText(a: RichTextDoc, b: RichTextDoc): boolean {
+  return isDeepStrictEqual(a, b) || (isEmptyRichText(a) && isEmptyRichText(b));
 }
 
 // `mode=append`: the new content goes below a divider. The divider only

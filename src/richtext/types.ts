@@ -3,17 +3,17 @@
 // codeBlock) may omit `content`: ProseMirror serialises empty nodes that way,
 // and bodies saved by an editor must still type-check.
 
-export type BoldMark = { type: "bold" };
-export type ItalicMark = { type: "italic" };
-export type StrikeMark = { type: "strike" };
-export type CodeMark = { type: "code" };
-export type LinkMark = { type: "link"; attrs: { href: string; title: string | null } };
+type BoldMark = { type: "bold" };
+type ItalicMark = { type: "italic" };
+type StrikeMark = { type: "strike" };
+type CodeMark = { type: "code" };
+type LinkMark = { type: "link"; attrs: { href: string; title: string | null } };
 
 export type Mark = BoldMark | ItalicMark | StrikeMark | CodeMark | LinkMark;
 export type MarkType = Mark["type"];
 
 export type TextNode = { type: "text"; text: string; marks?: Mark[] };
-export type HardBreakNode = { type: "hardBreak" };
+type HardBreakNode = { type: "hardBreak" };
 export type InlineNode = TextNode | HardBreakNode;
 
 export type HeadingLevel = 1 | 2 | 3 | 4 | 5 | 6;
@@ -26,20 +26,20 @@ export type HeadingNode = {
 };
 // A list item starts with a paragraph; nested lists (or other blocks) follow it.
 export type ListItemNode = { type: "listItem"; content: BlockNode[] };
-export type BulletListNode = { type: "bulletList"; content: ListItemNode[] };
-export type OrderedListNode = {
+type BulletListNode = { type: "bulletList"; content: ListItemNode[] };
+type OrderedListNode = {
   type: "orderedList";
   attrs: { start: number };
   content: ListItemNode[];
 };
 // Code is verbatim, so its single text node never carries marks.
-export type CodeBlockNode = {
+type CodeBlockNode = {
   type: "codeBlock";
   attrs: { language: string | null };
   content?: [{ type: "text"; text: string }];
 };
-export type BlockquoteNode = { type: "blockquote"; content: BlockNode[] };
-export type HorizontalRuleNode = { type: "horizontalRule" };
+type BlockquoteNode = { type: "blockquote"; content: BlockNode[] };
+type HorizontalRuleNode = { type: "horizontalRule" };
 
 export type BlockNode =
   | ParagraphNode

@@ -7,16 +7,11 @@ export type WebhookLog = Pick<Logger, "info" | "warn" | "error">;
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import { changeEvents, webhookAttempts, webhookDeliveries, webhooks } from "../db/schema/index.js";
+import type { DeliveryTrigger } from "../queue/jobs.js";
 import { type DeliveryOutcome, postWebhook } from "./http-client.js";
 import { USER_AGENT, webhookPayload } from "./payload.js";
 import { decryptSecret } from "./secret-box.js";
 import { computeSignature } from "./verify.js";
-
-/**
- * Why an attempt runs: its scheduled time came (first try, quick retry, or recovery of a lost
- * job), the daily pass claimed it, or an admin asked for it.
- */
-export type DeliveryTrigger = "scheduled" | "pass" | "manual";
 
 export type DeliveryDeps = { db: Db; config: Config; logger: WebhookLog };
 

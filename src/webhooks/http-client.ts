@@ -38,7 +38,7 @@ const MAX_RESPONSE_BYTES = 64 * 1024;
 const SNIPPET_BYTES = 1024;
 
 /** Raised by the production connector; its message is what ends up in the attempt's error. */
-export class ForbiddenAddressError extends Error {
+class ForbiddenAddressError extends Error {
   readonly code = "ERR_WEBHOOK_FORBIDDEN_ADDRESS";
 
   constructor(readonly address: string) {

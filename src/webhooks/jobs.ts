@@ -1,21 +1,16 @@
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
+import type { DeliveryTrigger, WorkspaceJobs } from "../queue/jobs.js";
 import type { JobHandlers, JobQueue } from "../queue/queue.js";
-import { attemptDelivery, type DeliveryTrigger, type WebhookLog } from "./delivery.js";
-import { claimRetryPass } from "./retry-pass.js";
+import { attemptDelivery, type WebhookLog } from "./delivery.js";
+import { runRetryPass } from "./retry-pass.js";
 import { createPingDelivery } from "./service.js";
-
-/** The worker's jobs; payloads carry ids only, never bodies or secrets. */
-export type WebhookJobs = {
-  deliverWebhook: { deliveryId: string; trigger: DeliveryTrigger };
-  runRetryPass: Record<string, never>;
-};
 
 export type WebhookRuntime = {
   db: Db;
   config: Config;
   logger: WebhookLog;
-  queue: JobQueue<WebhookJobs>;
+  queue: JobQueue<WorkspaceJobs>;
 };
 
 /**
@@ -23,7 +18,7 @@ export type WebhookRuntime = {
  * the same attempt is dropped by the queue (BullMQ ids may not contain ':').
  */
 export async function enqueueAttempt(
-  queue: JobQueue<WebhookJobs>,
+  queue: JobQueue<WorkspaceJobs>,
   deliveryId: string,
   trigger: DeliveryTrigger,
   options: { jobKey: string; delayMs?: number },
@@ -43,16 +38,14 @@ export async function queueRetryPass(
   runtime: WebhookRuntime,
   organizationId?: string,
 ): Promise<number> {
-  const claimed = await claimRetryPass(
+  const queued = await runRetryPass(
     runtime.db,
     runtime.config.webhooks.retryPasses,
-    organizationId,
+    ({ id, passes }) => enqueueAttempt(runtime.queue, id, "pass", { jobKey: `p${passes}` }),
+    { organizationId },
   );
-  for (const { id, passes } of claimed) {
-    await enqueueAttempt(runtime.queue, id, "pass", { jobKey: `p${passes}` });
-  }
-  runtime.logger.info({ deliveries: claimed.length }, "webhook retry pass queued");
-  return claimed.length;
+  runtime.logger.info({ deliveries: queued }, "webhook retry pass queued");
+  return queued;
 }
 
 /**
@@ -70,7 +63,7 @@ export async function queuePing(
   );
 }
 
-export function webhookJobHandlers(runtime: WebhookRuntime): JobHandlers<WebhookJobs> {
+export function webhookJobHandlers(runtime: WebhookRuntime): JobHandlers<WorkspaceJobs> {
   return {
     deliverWebhook: async ({ deliveryId, trigger }) => {
       const report = await attemptDelivery(runtime, deliveryId, trigger);

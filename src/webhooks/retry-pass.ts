@@ -6,7 +6,7 @@ import { type Db, rowsOf } from "../db/client.js";
  * queue: every delivery whose last attempt failed and that has passes left, including those
  * still waiting for a quick retry (the pass takes them over). Claiming spends one pass.
  */
-export async function claimRetryPass(
+async function claimRetryPass(
   db: Db,
   retryPasses: number,
   organizationId?: string,
@@ -21,6 +21,27 @@ export async function claimRetryPass(
       ${ofOrganization}
     returning d.id, d.passes`);
   return rowsOf<{ id: string; passes: number }>(claimed);
+}
+
+export type ClaimedRetry = { id: string; passes: number };
+
+/**
+ * The daily pass, wherever it is started (the worker's cron, the admin area's button,
+ * `svc webhook retry-failed`): claims in Postgres, then hands each claimed delivery to `retry`,
+ * `concurrency` at a time. Returns how many were claimed.
+ */
+export async function runRetryPass(
+  db: Db,
+  retryPasses: number,
+  retry: (delivery: ClaimedRetry) => Promise<void>,
+  options: { organizationId?: string; concurrency?: number } = {},
+): Promise<number> {
+  const claimed = await claimRetryPass(db, retryPasses, options.organizationId);
+  const concurrency = options.concurrency ?? 1;
+  for (let start = 0; start < claimed.length; start += concurrency) {
+    await Promise.all(claimed.slice(start, start + concurrency).map(retry));
+  }
+  return claimed.length;
 }
 
 // A delivery whose job was lost (a process died between commit and enqueue, or Redis lost it)

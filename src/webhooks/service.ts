@@ -1,4 +1,5 @@
 import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { InvalidRequest, NotFound } from "../core/errors.js";
 import type { Db } from "../db/client.js";
 import {
   changeEvents,
@@ -7,7 +8,6 @@ import {
   webhookSubscriptions,
   webhooks,
 } from "../db/schema/index.js";
-import { InvalidRequest, NotFound } from "../http/errors.js";
 import {
   type ChangeEventType,
   catalogueEntry,
@@ -16,7 +16,7 @@ import {
 import { encryptSecret, generateSigningSecret } from "./secret-box.js";
 import { checkWebhookUrl } from "./url-policy.js";
 
-export const webhookEventTypes: ChangeEventType[] = changeEventCatalogue.map((entry) => entry.type);
+const webhookEventTypes: ChangeEventType[] = changeEventCatalogue.map((entry) => entry.type);
 
 export type RegistrationSettings = { secretKey: string; production: boolean };
 
@@ -25,7 +25,7 @@ function isEventType(type: string): type is ChangeEventType {
 }
 
 /** `all`, or a list of catalogue types in the caller's order; anything else is refused naming it. */
-export function parseEventTypes(requested: readonly string[]): ChangeEventType[] {
+function parseEventTypes(requested: readonly string[]): ChangeEventType[] {
   if (requested.length === 1 && requested[0] === "all") return [...webhookEventTypes];
   const unknown = requested.filter((type) => !isEventType(type));
   if (unknown.length > 0)

@@ -3,8 +3,8 @@ import { pino } from "pino";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
+import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import { webhookJobHandlers } from "../../src/webhooks/jobs.js";
-import type { WorkspaceJobs } from "../../src/worker.js";
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { api } from "../support/api.js";
 import {
@@ -110,23 +110,23 @@ describe("the admin area", () => {
     expect((await api(served.app, "GET", "/api/v1/me", { token })).status).toBe(401);
   });
 
-  it("registers an OAuth app, showing the secret once, and refuses a bad redirect URI", async () => {
+  it("registers an addon, showing the secret once, and refuses a bad redirect URI", async () => {
     const page = await pageAs("admin@acme.example");
-    await page.goto(`${base}/apps`);
+    await page.goto(`${base}/addons`);
     await page.getByLabel("Name").fill("Acme Timeline");
     await page
       .getByLabel(/^Redirect URIs/)
       .fill("http://localhost/cb\nhttps://timeline.acme.example/cb");
     await submitForHeading(
       page,
-      page.getByRole("button", { name: "Register app" }),
-      "OAuth app registered",
+      page.getByRole("button", { name: "Register addon" }),
+      "Addon registered",
     );
     const clientId = await page.getByLabel("Client id").inputValue();
     const secret = await page.getByLabel("Client secret").inputValue();
     expect(clientId).toMatch(/^svcc_/);
     expect(secret).toMatch(/^svcs_/);
-    await page.goto(`${base}/apps`);
+    await page.goto(`${base}/addons`);
     const listed = await page.locator("main").innerText();
     expect(listed).toContain(clientId);
     expect(listed).toContain("https://timeline.acme.example/cb");
@@ -136,7 +136,7 @@ describe("the admin area", () => {
     await page.getByLabel(/^Redirect URIs/).fill("http://timeline.acme.example/cb");
     const [response] = await Promise.all([
       page.waitForResponse((candidate) => candidate.request().method() === "POST"),
-      page.getByRole("button", { name: "Register app" }).click(),
+      page.getByRole("button", { name: "Register addon" }).click(),
     ]);
     expect(response.status()).toBe(400);
     expect(await page.getByRole("alert").innerText()).toContain("must use https");

@@ -208,14 +208,14 @@ describe("connected addons", () => {
   });
 });
 
-describe("OAuth apps", () => {
-  it("lists only the apps the organisation develops", async () => {
+describe("Your addons", () => {
+  it("lists only the addons the organisation develops", async () => {
     await registerClient(t.db, fixtures.devco, ["https://devco.example/cb"], {
       name: "Devco Only",
     });
-    const page = await admin.get("/admin/acme/apps");
+    const page = await admin.get("/admin/acme/addons");
     expect(page.body).not.toContain("Devco Only");
-    const res = await admin.post("/admin/acme/apps", {
+    const res = await admin.post("/admin/acme/addons", {
       _csrf: csrf(page.body),
       name: "Acme Native",
       redirect_uris: "http://127.0.0.1:4000/cb",
@@ -224,8 +224,14 @@ describe("OAuth apps", () => {
     expect(res.statusCode).toBe(200);
     expect(res.body).toContain("A public client has no secret");
     expect(res.body).not.toContain("svcs_");
-    const list = await admin.get("/admin/acme/apps");
+    const list = await admin.get("/admin/acme/addons");
     expect(list.body).toContain("Acme Native");
     expect(list.body).toContain("Public (PKCE)");
+  });
+
+  it("keeps the section's first address, /apps, leading to it", async () => {
+    const res = await admin.get("/admin/acme/apps");
+    expect(res.statusCode).toBe(301);
+    expect(res.headers.location).toBe("/admin/acme/addons");
   });
 });

@@ -1,5 +1,6 @@
 import { and, count, eq, isNotNull, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { allScopes } from "../../src/core/scopes.js";
 import type { Db } from "../../src/db/client.js";
 import {
   meetings,
@@ -10,7 +11,6 @@ import {
   users,
 } from "../../src/db/schema/index.js";
 import { seedDemo } from "../../src/demo/seed.js";
-import { allScopes } from "../../src/http/scopes.js";
 import { authenticateToken } from "../../src/modules/tokens/service.js";
 import { verifyPassword } from "../../src/modules/users/passwords.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";

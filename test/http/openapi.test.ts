@@ -1,7 +1,7 @@
 import { createConfig, lintFromString } from "@redocly/openapi-core";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allScopes } from "../../src/http/scopes.js";
+import { allScopes } from "../../src/core/scopes.js";
 import { createTestApp, type TestApp } from "../support/app.js";
 
 let t: TestApp;

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allScopes, type Scope } from "../../src/http/scopes.js";
+import { allScopes, type Scope } from "../../src/core/scopes.js";
 import { api } from "../support/api.js";
 import { createTestApp, type TestApp } from "../support/app.js";
 import {

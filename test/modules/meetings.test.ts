@@ -2,15 +2,15 @@ import { and, eq } from "drizzle-orm";
 import { drizzle } from "drizzle-orm/node-postgres";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Scope } from "../../src/core/scopes.js";
 import * as schema from "../../src/db/schema/index.js";
 import { changeEvents, meetings, transcripts } from "../../src/db/schema/index.js";
-import type { Scope } from "../../src/http/scopes.js";
 import {
   getMeeting,
   getTranscript,
   listMeetings,
   listProjectMeetings,
-} from "../../src/modules/meetings/service.js";
+} from "../../src/modules/meetings/reads.js";
 import { startsAtRange } from "../../src/modules/meetings/starts-at-range.js";
 import { setTranscript } from "../../src/modules/meetings/transcripts.js";
 import { removeMember } from "../../src/modules/users/service.js";
@@ -574,37 +574,19 @@ describe("POST /meetings/{meeting_id}/minutes", () => {
     expect(await eventsFor(meetingId)).toHaveLength(before);
   });
 
-  it("writes, stamps and records an event even when the minutes come out identical", async () => {
+  it("writes nothing, keeps minutesUpdatedAt and records no event when the minutes come out equal", async () => {
     const meetingId = topId("Minutes target");
-    const longAgo = new Date("2000-01-01T00:00:00.000Z");
-    // Backdating before each write shows that the write itself sets a new time.
-    const send = async (body: Record<string, unknown>) => {
-      await t.db
-        .update(meetings)
-        .set({ minutesUpdatedAt: longAgo })
-        .where(eq(meetings.id, meetingId));
-      return api(t.app, "POST", url(), { token: writer, body });
-    };
-    await send({ markdown: "Same" });
+    const first = await api(t.app, "POST", url(), { token: writer, body: { markdown: "Same" } });
+    expect(first.status).toBe(200);
+    const stored = await t.db.select().from(meetings).where(eq(meetings.id, meetingId));
     const count = (await eventsFor(meetingId)).length;
     for (const body of [{ markdown: "Same" }, { markdown: "", mode: "append" }]) {
-      const res = await send(body);
+      const res = await api(t.app, "POST", url(), { token: writer, body });
       expect(res.status).toBe(200);
-      expect(res.body.data.id).toBe(meetingId);
-      expect(Date.parse(res.body.data.updatedAt)).toBeGreaterThan(longAgo.getTime());
-      const detail = await api(t.app, "GET", `/api/v1/meetings/${meetingId}`, { token: reader });
-      expect(detail.body.data).toMatchObject({
-        minutesText: "Same",
-        minutesUpdatedAt: res.body.data.updatedAt,
-      });
+      expect(res.body.data).toEqual(first.body.data);
+      expect(await t.db.select().from(meetings).where(eq(meetings.id, meetingId))).toEqual(stored);
     }
-    const events = await eventsFor(meetingId);
-    expect(events).toHaveLength(count + 2);
-    for (const event of events.slice(-2)) {
-      expect(event).toMatchObject(
-        writerEvent(meetingId, "minutes_updated", { before: {}, after: {} }),
-      );
-    }
+    expect(await eventsFor(meetingId)).toHaveLength(count);
     const res = await api(
       t.app,
       "POST",
@@ -612,6 +594,17 @@ describe("POST /meetings/{meeting_id}/minutes", () => {
       { token: writer, body: { mode: "append" } },
     );
     expect(res.status).toBe(400);
+  });
+
+  it("answers updatedAt null when a meeting that never had minutes gets empty ones", async () => {
+    const meetingId = topId("Transcript exact");
+    const res = await api(t.app, "POST", `/api/v1/meetings/${meetingId}/minutes`, {
+      token: writer,
+      body: { markdown: "" },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body.data).toEqual({ id: meetingId, updatedAt: null });
+    expect(await eventsFor(meetingId)).toEqual([]);
   });
 });
 
@@ -649,18 +642,17 @@ describe("POST /meetings/{meeting_id}/notes", () => {
       }),
     );
 
-    // The same human notes again are still a write: stored again, with an event whose diff is
-    // empty.
+    // The same human notes again change nothing: no write, no event.
+    const stored = await t.db.select().from(transcripts).where(eq(transcripts.id, transcriptId!));
     const again = await api(t.app, "POST", `/api/v1/meetings/${meetingId}/notes`, {
       token: writer,
       body: { notes: "Written by Max" },
     });
     expect(again.status).toBe(200);
     expect(again.body.data).toEqual({ transcriptId });
-    const events = await eventsFor(meetingId);
-    expect(events).toHaveLength(2);
-    expect(events[1]).toMatchObject(
-      writerEvent(meetingId, "notes_updated", { before: {}, after: {} }),
+    expect(await eventsFor(meetingId)).toHaveLength(1);
+    expect(await t.db.select().from(transcripts).where(eq(transcripts.id, transcriptId!))).toEqual(
+      stored,
     );
   });
 

@@ -112,9 +112,10 @@ describe("PATCH /pages/{page_id} with arbitrary bodies", () => {
       state: counts,
       accepted: (before, after) => {
         expect(after.pages).toBe(before.pages);
-        // Every accepted edit, one that changes nothing included, adds a revision and an event.
-        expect(after.revisions - before.revisions).toBe(1);
-        expect(after.events - before.events).toBe(1);
+        // An edit that changes something adds a revision and an event; one that changes
+        // nothing adds neither.
+        expect([0, 1]).toContain(after.events - before.events);
+        expect(after.revisions - before.revisions).toBe(after.events - before.events);
       },
       numRuns: 120,
     });

@@ -1,7 +1,7 @@
 import { count, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InvalidRequest, NotFound } from "../../src/core/errors.js";
 import { changeEvents, componentVersions, specVersions } from "../../src/db/schema/index.js";
-import { InvalidRequest, NotFound } from "../../src/http/errors.js";
 import {
   type ComponentHealth,
   publishComponentVersion,

@@ -14,6 +14,13 @@ import {
   submitForNotice,
   waitForCallback,
 } from "../support/browser.js";
+import {
+  approveAndRedeem,
+  authorize,
+  type FlowClient,
+  authorizationUrl as flowAuthorizationUrl,
+  redeem,
+} from "../support/oauth-flow.js";
 import { importOAuthWorkspaces, PASSWORD, registerClient } from "./oauth-fixtures.js";
 
 let browser: Browser;
@@ -28,7 +35,6 @@ const contexts: BrowserContext[] = [];
 const storageStates = new Map<string, Awaited<ReturnType<BrowserContext["storageState"]>>>();
 
 const SCOPES = "projects:read tasks:read";
-const insecure = { [oauth.allowInsecureRequests]: true };
 
 beforeAll(async () => {
   [browser, served, addon] = await Promise.all([
@@ -66,19 +72,16 @@ async function adminPage(email = "admin@acme.example"): Promise<Page> {
   return context.newPage();
 }
 
-function authorizationUrl(params: Record<string, string>): string {
-  const url = new URL(as.authorization_endpoint as string);
-  for (const [name, value] of Object.entries(params)) url.searchParams.set(name, value);
-  return url.href;
+/** The confidential addon authenticating with its secret, by HTTP Basic unless told. */
+function confidentialFlow(auth?: oauth.ClientAuth): FlowClient {
+  return {
+    client: { client_id: confidential.clientId },
+    auth: auth ?? oauth.ClientSecretBasic(confidential.clientSecret as string),
+    redirectUri: confidential.redirectUri,
+  };
 }
 
-/** Approves on the consent page and returns the callback URL the browser landed on. */
-async function approve(page: Page, url: string, redirectUri: string): Promise<URL> {
-  await page.goto(url);
-  expect(await page.getByRole("heading", { level: 1 }).innerText()).toMatch(/^Connect /);
-  await page.getByRole("button", { name: "Approve" }).click();
-  return waitForCallback(page, redirectUri);
-}
+const authorizationUrl = (params: Record<string, string>) => flowAuthorizationUrl(as, params);
 
 describe("the authorization-code flow in a browser", () => {
   it("signs a signed-out admin in, approves, and client_secret_basic redeems the code", async () => {
@@ -111,15 +114,7 @@ describe("the authorization-code flow in a browser", () => {
 
     const params = oauth.validateAuthResponse(as, client, callback, state);
     expect(params.get("code")).toMatch(/^svca_/);
-    const response = await oauth.authorizationCodeGrantRequest(
-      as,
-      client,
-      oauth.ClientSecretBasic(confidential.clientSecret as string),
-      params,
-      redirectUri,
-      oauth.nopkce,
-      insecure,
-    );
+    const response = await redeem(as, confidentialFlow(), params);
     const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
     expect(tokens.token_type).toBe("bearer");
     expect(tokens.scope).toBe(SCOPES);
@@ -138,31 +133,8 @@ describe("the authorization-code flow in a browser", () => {
   });
 
   it("redeems with client_secret_post", async () => {
-    const page = await adminPage();
-    const client: oauth.Client = { client_id: confidential.clientId };
-    const state = oauth.generateRandomState();
-    const callback = await approve(
-      page,
-      authorizationUrl({
-        client_id: client.client_id,
-        redirect_uri: confidential.redirectUri,
-        response_type: "code",
-        scope: "projects:read",
-        state,
-      }),
-      confidential.redirectUri,
-    );
-    const params = oauth.validateAuthResponse(as, client, callback, state);
-    const response = await oauth.authorizationCodeGrantRequest(
-      as,
-      client,
-      oauth.ClientSecretPost(confidential.clientSecret as string),
-      params,
-      confidential.redirectUri,
-      oauth.nopkce,
-      insecure,
-    );
-    const tokens = await oauth.processAuthorizationCodeResponse(as, client, response);
+    const flow = confidentialFlow(oauth.ClientSecretPost(confidential.clientSecret as string));
+    const tokens = await approveAndRedeem(await adminPage(), as, flow, "projects:read");
     expect(tokens.scope).toBe("projects:read");
     const projects = await api(served.app, "GET", "/api/v1/projects", {
       token: tokens.access_token,
@@ -172,45 +144,26 @@ describe("the authorization-code flow in a browser", () => {
 
   it("lets a public client redeem with PKCE, and refuses a wrong verifier", async () => {
     const page = await adminPage();
-    const client: oauth.Client = {
-      client_id: publicClient.clientId,
-      token_endpoint_auth_method: "none",
+    const flow: FlowClient = {
+      client: { client_id: publicClient.clientId, token_endpoint_auth_method: "none" },
+      auth: oauth.None(),
+      redirectUri: publicClient.redirectUri,
     };
     const verifier = oauth.generateRandomCodeVerifier();
     const challenge = await oauth.calculatePKCECodeChallenge(verifier);
-    const authorize = (state: string) =>
-      authorizationUrl({
-        client_id: client.client_id,
-        redirect_uri: publicClient.redirectUri,
-        response_type: "code",
-        scope: "meetings:read",
-        state,
-        code_challenge: challenge,
-        code_challenge_method: "S256",
-      });
-    const redeem = async (state: string, codeVerifier: string) => {
-      const callback = await approve(page, authorize(state), publicClient.redirectUri);
-      const params = oauth.validateAuthResponse(as, client, callback, state);
-      const response = await oauth.authorizationCodeGrantRequest(
-        as,
-        client,
-        oauth.None(),
-        params,
-        publicClient.redirectUri,
-        codeVerifier,
-        insecure,
-      );
-      return oauth.processAuthorizationCodeResponse(as, client, response);
+    const approveAndRedeemWith = async (codeVerifier: string) => {
+      const params = await authorize(page, as, flow, "meetings:read", challenge);
+      const response = await redeem(as, flow, params, codeVerifier);
+      return oauth.processAuthorizationCodeResponse(as, flow.client, response);
     };
-    const tokens = await redeem(oauth.generateRandomState(), verifier);
+    const tokens = await approveAndRedeemWith(verifier);
     const me = await api(served.app, "GET", "/api/v1/me", { token: tokens.access_token });
     expect(me.body.data.scopes).toEqual(["meetings:read"]);
     expect(me.body.data.pluginId).toBe(publicClient.id);
 
-    const refused = await redeem(
-      oauth.generateRandomState(),
-      oauth.generateRandomCodeVerifier(),
-    ).catch((error: unknown) => error);
+    const refused = await approveAndRedeemWith(oauth.generateRandomCodeVerifier()).catch(
+      (error: unknown) => error,
+    );
     expect(refused).toBeInstanceOf(oauth.ResponseBodyError);
     expect((refused as oauth.ResponseBodyError).error).toBe("invalid_grant");
   });
@@ -277,40 +230,15 @@ describe("the authorization-code flow in a browser", () => {
   });
 
   it("revokes the first token when a code is used twice", async () => {
-    const page = await adminPage();
-    const client: oauth.Client = { client_id: confidential.clientId };
-    const state = oauth.generateRandomState();
-    const callback = await approve(
-      page,
-      authorizationUrl({
-        client_id: client.client_id,
-        redirect_uri: confidential.redirectUri,
-        response_type: "code",
-        scope: "projects:read",
-        state,
-      }),
-      confidential.redirectUri,
-    );
-    const params = oauth.validateAuthResponse(as, client, callback, state);
-    const redeem = async () =>
-      oauth.processAuthorizationCodeResponse(
-        as,
-        client,
-        await oauth.authorizationCodeGrantRequest(
-          as,
-          client,
-          oauth.ClientSecretBasic(confidential.clientSecret as string),
-          params,
-          confidential.redirectUri,
-          oauth.nopkce,
-          insecure,
-        ),
-      );
-    const first = await redeem();
+    const flow = confidentialFlow();
+    const params = await authorize(await adminPage(), as, flow, "projects:read");
+    const redeemOnce = async () =>
+      oauth.processAuthorizationCodeResponse(as, flow.client, await redeem(as, flow, params));
+    const first = await redeemOnce();
     expect((await api(served.app, "GET", "/api/v1/me", { token: first.access_token })).status).toBe(
       200,
     );
-    const second = await redeem().catch((error: unknown) => error);
+    const second = await redeemOnce().catch((error: unknown) => error);
     expect((second as oauth.ResponseBodyError).error).toBe("invalid_grant");
     expect((await api(served.app, "GET", "/api/v1/me", { token: first.access_token })).status).toBe(
       401,
@@ -318,36 +246,15 @@ describe("the authorization-code flow in a browser", () => {
   });
 
   it("refuses a wrong client secret with invalid_client (401)", async () => {
-    const page = await adminPage();
-    const client: oauth.Client = { client_id: confidential.clientId };
-    const state = oauth.generateRandomState();
-    const callback = await approve(
-      page,
-      authorizationUrl({
-        client_id: client.client_id,
-        redirect_uri: confidential.redirectUri,
-        response_type: "code",
-        scope: "projects:read",
-        state,
-      }),
-      confidential.redirectUri,
-    );
-    const params = oauth.validateAuthResponse(as, client, callback, state);
-    const response = await oauth.authorizationCodeGrantRequest(
-      as,
-      client,
-      oauth.ClientSecretBasic("svcs_not-the-secret"),
-      params,
-      confidential.redirectUri,
-      oauth.nopkce,
-      insecure,
-    );
+    const params = await authorize(await adminPage(), as, confidentialFlow(), "projects:read");
+    const wrong = confidentialFlow(oauth.ClientSecretBasic("svcs_not-the-secret"));
+    const response = await redeem(as, wrong, params);
     expect(response.status).toBe(401);
     expect(response.headers.get("www-authenticate")).toMatch(/^Basic/);
     expect(((await response.clone().json()) as { error: string }).error).toBe("invalid_client");
     // A standard client surfaces the Basic challenge of the 401.
     const error = await oauth
-      .processAuthorizationCodeResponse(as, client, response)
+      .processAuthorizationCodeResponse(as, wrong.client, response)
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(oauth.WWWAuthenticateChallengeError);
   });
@@ -398,32 +305,7 @@ describe("the authorization-code flow in a browser", () => {
 
   it("gives 401 to the tokens of a grant once an admin disconnects the addon", async () => {
     const page = await adminPage();
-    const client: oauth.Client = { client_id: confidential.clientId };
-    const state = oauth.generateRandomState();
-    const callback = await approve(
-      page,
-      authorizationUrl({
-        client_id: client.client_id,
-        redirect_uri: confidential.redirectUri,
-        response_type: "code",
-        scope: "projects:read",
-        state,
-      }),
-      confidential.redirectUri,
-    );
-    const tokens = await oauth.processAuthorizationCodeResponse(
-      as,
-      client,
-      await oauth.authorizationCodeGrantRequest(
-        as,
-        client,
-        oauth.ClientSecretBasic(confidential.clientSecret as string),
-        oauth.validateAuthResponse(as, client, callback, state),
-        confidential.redirectUri,
-        oauth.nopkce,
-        insecure,
-      ),
-    );
+    const tokens = await approveAndRedeem(page, as, confidentialFlow(), "projects:read");
     expect(
       (await api(served.app, "GET", "/api/v1/projects", { token: tokens.access_token })).status,
     ).toBe(200);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { allScopes } from "../../src/http/scopes.js";
+import { allScopes } from "../../src/core/scopes.js";
 import { addUser, removeMember } from "../../src/modules/users/service.js";
 import { listGrantsConnectedTo } from "../../src/oauth/grants.js";
 import { createTestApp, type TestApp } from "../support/app.js";

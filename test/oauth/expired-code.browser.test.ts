@@ -10,8 +10,8 @@ import {
   serveTestApp,
   signedInContext,
   startCallbackServer,
-  waitForCallback,
 } from "../support/browser.js";
+import { authorize, type FlowClient, redeem } from "../support/oauth-flow.js";
 import { importOAuthWorkspaces, PASSWORD, registerClient } from "./oauth-fixtures.js";
 
 let browser: Browser;
@@ -35,45 +35,25 @@ it("refuses a code redeemed after OAUTH_CODE_TTL_SECONDS with invalid_grant", as
   const fixtures = await importOAuthWorkspaces(served.db);
   const registered = await registerClient(served.db, fixtures.devco, [`${addon.url}/callback`]);
   const as = await discover(served.url);
-  const client: oauth.Client = { client_id: registered.clientId };
-  const state = oauth.generateRandomState();
+  const flow: FlowClient = {
+    client: { client_id: registered.clientId },
+    auth: oauth.ClientSecretPost(registered.clientSecret as string),
+    redirectUri: registered.redirectUri,
+  };
   const { context, page } = await signedInContext(
     browser,
     served.url,
     "admin@acme.example",
     PASSWORD,
   );
-  const url = new URL(as.authorization_endpoint as string);
-  url.search = new URLSearchParams({
-    client_id: registered.clientId,
-    redirect_uri: registered.redirectUri,
-    response_type: "code",
-    scope: "projects:read",
-    state,
-  }).toString();
-  await page.goto(url.href);
-  await page.getByRole("button", { name: "Approve" }).click();
-  const params = oauth.validateAuthResponse(
-    as,
-    client,
-    await waitForCallback(page, registered.redirectUri),
-    state,
-  );
+  const params = await authorize(page, as, flow, "projects:read");
   await context.close();
 
   // Outlive the one-second lifetime (a wait, not a timing assertion).
   await sleep(1500);
-  const response = await oauth.authorizationCodeGrantRequest(
-    as,
-    client,
-    oauth.ClientSecretPost(registered.clientSecret as string),
-    params,
-    registered.redirectUri,
-    oauth.nopkce,
-    { [oauth.allowInsecureRequests]: true },
-  );
+  const response = await redeem(as, flow, params);
   const error = await oauth
-    .processAuthorizationCodeResponse(as, client, response)
+    .processAuthorizationCodeResponse(as, flow.client, response)
     .catch((e: unknown) => e);
   expect(error).toBeInstanceOf(oauth.ResponseBodyError);
   expect((error as oauth.ResponseBodyError).status).toBe(400);

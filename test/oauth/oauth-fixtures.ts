@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
+import type { Scope } from "../../src/core/scopes.js";
 import type { Db } from "../../src/db/client.js";
-import type { Scope } from "../../src/http/scopes.js";
-import { createOAuthClient } from "../../src/oauth/clients.js";
+import { registerAddon } from "../../src/oauth/addons.js";
 import { approveAuthorization } from "../../src/oauth/grants.js";
 import { importFixture, type Workspace, workspaceDocument } from "../support/fixtures.js";
 
@@ -39,7 +39,7 @@ export async function registerClient(
   redirectUris: string[],
   options: { isPublic?: boolean; name?: string } = {},
 ) {
-  const created = await createOAuthClient(db, {
+  const created = await registerAddon(db, {
     organizationId: developer.organization.id,
     name: options.name ?? "Gantt Addon",
     redirectUris,

@@ -9,7 +9,12 @@ import { eventually } from "../support/eventually.js";
 
 type TestJobs = { record: { value: string }; fail: { value: string } };
 
-const logger = pino({ level: "silent" });
+/** The adapters' "job failed" log lines, as the queue wrote them. */
+let failures: { job?: string; retry?: boolean }[] = [];
+const logger = pino(
+  { level: "warn" },
+  { write: (line: string) => void failures.push(JSON.parse(line)) },
+);
 const adapters: [string, () => JobQueue<TestJobs>][] = [
   ["in-process", () => createInProcessQueue<TestJobs>(logger)],
   [
@@ -27,6 +32,7 @@ let open: JobQueue<TestJobs> | undefined;
 afterEach(async () => {
   await open?.close();
   open = undefined;
+  failures = [];
 });
 
 describe.each(adapters)("%s queue", (_name, create) => {
@@ -37,14 +43,17 @@ describe.each(adapters)("%s queue", (_name, create) => {
     await queue.enqueue("record", { value: "early" });
     await queue.enqueue("record", { value: "dedup" }, { jobId: "same" });
     await queue.enqueue("record", { value: "dedup" }, { jobId: "same" });
-    await queue.startWorker({
-      record: async ({ value }) => void seen.push(value),
-      fail: async () => {},
-    });
+    // One at a time and in order: once a job queued after all of them has run, a duplicate
+    // would have run before it.
+    await queue.startWorker(
+      { record: async ({ value }) => void seen.push(value), fail: async () => {} },
+      { concurrency: 1 },
+    );
     await queue.enqueue("record", { value: "late" }, { delayMs: 50 });
-    await eventually(() => seen.length >= 3);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(seen.sort()).toEqual(["dedup", "early", "late"]);
+    await eventually(() => seen.includes("late"));
+    await queue.enqueue("record", { value: "marker" });
+    await eventually(() => seen.includes("marker"));
+    expect(seen.sort()).toEqual(["dedup", "early", "late", "marker"]);
   });
 
   it("runs a scheduled job on its cron pattern", async () => {
@@ -76,8 +85,14 @@ describe.each(adapters)("%s queue", (_name, create) => {
     });
     await queue.enqueue("record", { value: "flaky" });
     await queue.enqueue("fail", { value: "doomed" });
-    await eventually(() => calls.flaky === 2);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // The queue says, as it records each failure, whether it will try again.
+    await eventually(() => calls.flaky === 2 && failures.some((failure) => failure.job === "fail"));
+    expect(failures.filter((failure) => failure.job === "fail")).toEqual([
+      expect.objectContaining({ retry: false }),
+    ]);
+    expect(failures.filter((failure) => failure.job === "record")).toEqual([
+      expect.objectContaining({ retry: true }),
+    ]);
     expect(calls).toEqual({ flaky: 2, doomed: 1 });
   });
 });

@@ -5,8 +5,8 @@ import { buildApp } from "../../src/app.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import type { Database, Db } from "../../src/db/client.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
+import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import type { JobQueue } from "../../src/queue/queue.js";
-import type { WorkspaceJobs } from "../../src/worker.js";
 import { createTestDatabase } from "./database.js";
 
 export const TEST_SECRET_KEY = "test-secret-key-0123456789abcdefghijklmnop";

@@ -13,7 +13,7 @@ import { expect } from "vitest";
 import { createTestApp, type TestApp } from "./app.js";
 
 /** Debian's chromium package (`.ci/run` installs it); no browser is downloaded. */
-export const CHROMIUM_PATH = "/usr/bin/chromium";
+const CHROMIUM_PATH = "/usr/bin/chromium";
 
 /** One headless Chromium per test file; contexts (one per test) keep cookies apart. */
 export function launchBrowser(): Promise<Browser> {

@@ -1,5 +1,5 @@
+import { allScopes, type Scope } from "../../src/core/scopes.js";
 import type { Db } from "../../src/db/client.js";
-import { allScopes, type Scope } from "../../src/http/scopes.js";
 import { importWorkspace } from "../../src/import/service.js";
 import { createToken } from "../../src/modules/tokens/service.js";
 import { removeMember } from "../../src/modules/users/service.js";

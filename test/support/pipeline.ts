@@ -2,8 +2,9 @@ import { randomBytes } from "node:crypto";
 import { pino } from "pino";
 import { createBullmqQueue } from "../../src/queue/bullmq-queue.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
+import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import type { JobQueue } from "../../src/queue/queue.js";
-import { startWorker, type WorkspaceJobs } from "../../src/worker.js";
+import { startWorker } from "../../src/worker.js";
 import { createTestApp, type TestApp } from "./app.js";
 import { TEST_REDIS_URL } from "./env.js";
 

@@ -33,10 +33,7 @@ export function clientBodies(...shaped: fc.Arbitrary<unknown>[]): fc.Arbitrary<u
 }
 
 /** A write answers 200, or 400 with the failure envelope: never a 5xx. `seen` collects statuses. */
-export function expectRefusedOrDone(
-  res: Pick<ApiResponse, "status" | "body">,
-  seen?: Set<number>,
-): void {
+function expectRefusedOrDone(res: Pick<ApiResponse, "status" | "body">, seen?: Set<number>): void {
   seen?.add(res.status);
   expect([200, 400]).toContain(res.status);
   if (res.status === 400) expectInvalidRequest(res);

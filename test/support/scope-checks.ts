@@ -1,5 +1,5 @@
 import { expect } from "vitest";
-import { allScopes, type Scope } from "../../src/http/scopes.js";
+import { allScopes, type Scope } from "../../src/core/scopes.js";
 import { type ApiResponse, api } from "./api.js";
 import type { TestApp } from "./app.js";
 import { mintToken, type Workspace } from "./fixtures.js";

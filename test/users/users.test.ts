@@ -1,8 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InvalidRequest } from "../../src/core/errors.js";
 import type { Db } from "../../src/db/client.js";
 import { memberships, organizations, users } from "../../src/db/schema/index.js";
-import { InvalidRequest } from "../../src/http/errors.js";
 import { authenticateToken, createToken } from "../../src/modules/tokens/service.js";
 import { verifyPassword } from "../../src/modules/users/passwords.js";
 import { addUser, removeMember } from "../../src/modules/users/service.js";

@@ -1,17 +1,9 @@
-import type { Db } from "../../db/client.js";
-import { findOrganizationBySlug } from "../../modules/users/service.js";
-import { createOAuthClient } from "../../oauth/clients.js";
+import { registerAddon } from "../../oauth/addons.js";
 import { listGrantsConnectedTo, revokeGrant } from "../../oauth/grants.js";
 import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
 import { CliError, UsageError } from "../cli-error.js";
-import { withDatabase } from "../context.js";
+import { requireOrganizationId, withDatabase } from "../context.js";
 import { printJson, printLine } from "../output.js";
-
-async function requireOrganizationId(db: Db, slug: string): Promise<string> {
-  const organization = await findOrganizationBySlug(db, slug);
-  if (organization === null) throw new CliError(`No organization with slug ${slug}`);
-  return organization.id;
-}
 
 /** `svc oauth-client create`: registers an addon of the developer organisation. */
 async function createClient(args: string[]): Promise<void> {
@@ -29,7 +21,7 @@ async function createClient(args: string[]): Promise<void> {
     throw new UsageError("--redirect-uri is required (repeat it for several)");
   const isPublic = values.public ?? false;
   const created = await withDatabase(async (db) =>
-    createOAuthClient(db, {
+    registerAddon(db, {
       organizationId: await requireOrganizationId(db, orgSlug),
       name,
       redirectUris,
@@ -64,10 +56,11 @@ async function listGrants(args: string[]): Promise<void> {
   const grants = await withDatabase(async (db) =>
     listGrantsConnectedTo(db, await requireOrganizationId(db, orgSlug)),
   );
+  // `clientName` is the addon's name under the key the JSON output has always used.
   const printed = grants.map((grant) => ({
     id: grant.id,
     clientId: grant.clientId,
-    clientName: grant.clientName,
+    clientName: grant.addonName,
     scopes: grant.scopes,
     createdAt: grant.createdAt.toISOString(),
     revokedAt: grant.revokedAt?.toISOString() ?? null,

@@ -1,5 +1,5 @@
+import { parseScopeList } from "../../core/scopes.js";
 import type { Db } from "../../db/client.js";
-import { parseScopeList } from "../../http/scopes.js";
 import { createToken, revokeToken } from "../../modules/tokens/service.js";
 import {
   findOrganizationBySlug,

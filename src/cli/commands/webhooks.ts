@@ -1,9 +1,8 @@
 import type { Config } from "../../config.js";
 import type { Db } from "../../db/client.js";
 import { createLogger } from "../../logger.js";
-import { findOrganizationBySlug } from "../../modules/users/service.js";
 import { type AttemptReport, attemptDelivery, type DeliveryDeps } from "../../webhooks/delivery.js";
-import { claimRetryPass } from "../../webhooks/retry-pass.js";
+import { type ClaimedRetry, runRetryPass } from "../../webhooks/retry-pass.js";
 import {
   createWebhook,
   findDelivery,
@@ -13,14 +12,8 @@ import {
 } from "../../webhooks/service.js";
 import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
 import { CliError, UsageError } from "../cli-error.js";
-import { withDatabase } from "../context.js";
+import { requireOrganizationId, withDatabase } from "../context.js";
 import { printJson, printLine } from "../output.js";
-
-async function organizationId(db: Db, slug: string): Promise<string> {
-  const organization = await findOrganizationBySlug(db, slug);
-  if (organization === null) throw new CliError(`No organization with slug ${slug}`);
-  return organization.id;
-}
 
 function deliveryDeps(db: Db, config: Config): DeliveryDeps {
   return { db, config, logger: createLogger(config.logLevel, 2) };
@@ -48,7 +41,7 @@ async function create(args: string[]): Promise<void> {
     createWebhook(
       db,
       { secretKey: config.secretKey, production: config.isProduction },
-      { organizationId: await organizationId(db, orgSlug), url, events },
+      { organizationId: await requireOrganizationId(db, orgSlug), url, events },
     ),
   );
   if (values.json) return printJson(created);
@@ -59,7 +52,7 @@ async function list(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { org: { type: "string" }, json: { type: "boolean" } });
   const orgSlug = requireOption(values.org, "org");
   const webhooks = await withDatabase(async (db) =>
-    listWebhooks(db, await organizationId(db, orgSlug)),
+    listWebhooks(db, await requireOrganizationId(db, orgSlug)),
   );
   if (values.json) {
     return printJson(
@@ -133,14 +126,13 @@ const PASS_CONCURRENCY = 5;
 async function retryFailed(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { json: { type: "boolean" } });
   const reports = await withDatabase(async (db, config) => {
-    const claimed = await claimRetryPass(db, config.webhooks.retryPasses);
     const deps = deliveryDeps(db, config);
     const done: AttemptReport[] = [];
-    for (let start = 0; start < claimed.length; start += PASS_CONCURRENCY) {
-      const batch = claimed.slice(start, start + PASS_CONCURRENCY);
-      const attempted = await Promise.all(batch.map(({ id }) => attemptDelivery(deps, id, "pass")));
-      done.push(...attempted.filter((report): report is AttemptReport => report !== null));
-    }
+    const retry = async ({ id }: ClaimedRetry) => {
+      const report = await attemptDelivery(deps, id, "pass");
+      if (report !== null) done.push(report);
+    };
+    await runRetryPass(db, config.webhooks.retryPasses, retry, { concurrency: PASS_CONCURRENCY });
     return done;
   });
   if (values.json) {

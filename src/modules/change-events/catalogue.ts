@@ -16,7 +16,7 @@ export const changeEventCatalogue = [
     type: "page.updated",
     action: "updated",
     targetKind: "page",
-    diff: "the changed fields among `title`, `text`",
+    diff: "the changed fields among `title`, `text` (none when only the body's formatting changed)",
   },
   {
     type: "document.created",
@@ -46,13 +46,13 @@ export const changeEventCatalogue = [
     type: "meeting.minutes_updated",
     action: "minutes_updated",
     targetKind: "meeting",
-    diff: "`minutesText` (plain text) before and after, when it changed",
+    diff: "`minutesText` (plain text) before and after (none when only the formatting changed)",
   },
   {
     type: "meeting.notes_updated",
     action: "notes_updated",
     targetKind: "meeting",
-    diff: "the changed fields among `notes`, `notesSource`",
+    diff: "the changed fields among `notes`, `notesSource`, `notesStatus`",
   },
   {
     type: "spec.published",
@@ -82,10 +82,23 @@ export function catalogueEntry(type: ChangeEventType) {
   return entry;
 }
 
-export function catalogueAsMarkdown(): string {
+/** The change-event section of the OpenAPI description. */
+export function changeEventsAsMarkdown(): string {
   const rows = changeEventCatalogue.map(
     (entry) =>
       `| \`${entry.type}\` | \`${entry.action}\` | \`${entry.targetKind}\` | ${entry.diff} |`,
   );
-  return ["| type | action | target_kind | diff |", "|---|---|---|---|", ...rows].join("\n");
+  return [
+    "## Change events",
+    "",
+    "Every write that changes something records one change event in the same transaction; an",
+    "update that changes nothing records none (each write operation says exactly what it records).",
+    "Webhooks deliver the events. The payload carries `id` (integer), `type`, `action`,",
+    "`target_kind`, `target_id`, `actor_id`, `occurred_at` and `diff` with `before` and `after`",
+    "objects holding only the changed fields.",
+    "",
+    "| type | action | target_kind | diff |",
+    "|---|---|---|---|",
+    ...rows,
+  ].join("\n");
 }

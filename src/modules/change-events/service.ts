@@ -39,6 +39,11 @@ export function diffOf(before: Record<string, unknown>, after: Record<string, un
   return diff;
 }
 
+/** No field changed: the update is a no-op and records nothing. */
+export function isEmptyDiff(diff: Diff): boolean {
+  return Object.keys(diff.after).length === 0;
+}
+
 export function creationDiff(after: Record<string, unknown>): Diff {
   return { before: {}, after };
 }

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { principalOf } from "../../http/auth.js";
-import { projectSlugParams } from "../../http/common-schemas.js";
+import { projectSlugParams } from "../../core/values.js";
+import { organizationOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { componentSchema } from "./schemas.js";
@@ -21,6 +21,6 @@ export const componentRoutes: FastifyPluginAsyncZod = async (app) => {
       data: z.array(componentSchema),
     }),
     async (request) =>
-      ok(await listComponents(app.db, principalOf(request).organization.id, request.params.slug)),
+      ok(await listComponents(app.db, organizationOf(request), request.params.slug)),
   );
 };

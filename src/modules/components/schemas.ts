@@ -1,9 +1,9 @@
 import { z } from "zod";
 import { componentHealth } from "../../db/schema/index.js";
 
-export const componentHealthSchema = z.enum(componentHealth.enumValues);
+const componentHealthSchema = z.enum(componentHealth.enumValues);
 
-export const publishedComponentVersionSchema = z
+const publishedComponentVersionSchema = z
   .object({
     version: z.string(),
     status: z.string(),

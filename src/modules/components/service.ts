@@ -1,11 +1,9 @@
-import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { asc, eq, sql } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
 import { components, componentVersions } from "../../db/schema/index.js";
 import { visibleProjectId } from "../projects/service.js";
+import { componentLineage, latestPublished } from "../versions/lineages.js";
 import type { Component } from "./schemas.js";
-
-// Component version status is free text in the application; this is the published one.
-const PUBLISHED = "published";
 
 /**
  * The project's components with their latest published version, in two queries: the visible
@@ -18,23 +16,12 @@ export async function listComponents(
   slug: string,
 ): Promise<Component[]> {
   const projectId = await visibleProjectId(db, organizationId, slug);
-  const latest = db
-    .select({
-      version: componentVersions.version,
-      status: componentVersions.status,
-      lifecycleStage: componentVersions.lifecycleStage,
-      healthStatus: componentVersions.healthStatus,
-    })
-    .from(componentVersions)
-    .where(
-      and(
-        eq(componentVersions.componentId, components.id),
-        eq(componentVersions.status, PUBLISHED),
-      ),
-    )
-    .orderBy(desc(componentVersions.sequence))
-    .limit(1)
-    .as("latest");
+  const latest = latestPublished(db, componentLineage, components.id, {
+    version: componentVersions.version,
+    status: componentVersions.status,
+    lifecycleStage: componentVersions.lifecycleStage,
+    healthStatus: componentVersions.healthStatus,
+  }).as("latest");
   const rows = await db
     .select({
       slug: components.slug,

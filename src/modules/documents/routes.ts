@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { authorOf, principalOf } from "../../http/auth.js";
-import { projectSlugParams } from "../../http/common-schemas.js";
+import { projectSlugParams } from "../../core/values.js";
+import { actorOf, organizationOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
+import { withWriteEffect } from "../change-events/write-effects.js";
 import {
   documentIdParams,
   documentIdSchema,
@@ -18,7 +19,7 @@ const LIST_ORDER =
   "Newest first (`createdAt` descending; among documents filed at the same instant, the last filed first). `category` filters; other query parameters are ignored.";
 
 const CREATE_LINK =
-  "Files a link (`kind` `link`, `uploadedBy` the token's user); files cannot be uploaded through the API. Records `document.created`.";
+  "Files a link (`kind` `link`, `uploadedBy` the token's user); files cannot be uploaded through the API.";
 
 export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get(
@@ -33,14 +34,7 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
       data: z.array(documentSchema),
     }),
     async (request) =>
-      ok(
-        await listDocuments(
-          app.db,
-          principalOf(request).organization.id,
-          { kind: "team" },
-          request.query,
-        ),
-      ),
+      ok(await listDocuments(app.db, organizationOf(request), { kind: "team" }, request.query)),
   );
 
   app.get(
@@ -59,7 +53,7 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
       ok(
         await listDocuments(
           app.db,
-          principalOf(request).organization.id,
+          organizationOf(request),
           { kind: "project", slug: request.params.slug },
           request.query,
         ),
@@ -72,21 +66,13 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
       access: "documents:write",
       operationId: "createTeamDocumentLink",
       summary: "Add a link to the team-level library",
-      description: CREATE_LINK,
+      description: withWriteEffect("createTeamDocumentLink", CREATE_LINK),
       tags: ["Documents"],
       body: documentLinkInput,
       data: documentIdSchema,
     }),
-    async (request) => {
-      const { principal, authorId } = authorOf(request);
-      return ok(
-        await createDocumentLink(
-          app.db,
-          { kind: "team" },
-          { organizationId: principal.organization.id, authorId, input: request.body },
-        ),
-      );
-    },
+    async (request) =>
+      ok(await createDocumentLink(app.db, { kind: "team" }, actorOf(request), request.body)),
   );
 
   app.post(
@@ -95,22 +81,21 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
       access: "documents:write",
       operationId: "createProjectDocumentLink",
       summary: "Add a link to a project's library",
-      description: CREATE_LINK,
+      description: withWriteEffect("createProjectDocumentLink", CREATE_LINK),
       tags: ["Documents"],
       params: projectSlugParams,
       body: documentLinkInput,
       data: documentIdSchema,
     }),
-    async (request) => {
-      const { principal, authorId } = authorOf(request);
-      return ok(
+    async (request) =>
+      ok(
         await createDocumentLink(
           app.db,
           { kind: "project", slug: request.params.slug },
-          { organizationId: principal.organization.id, authorId, input: request.body },
+          actorOf(request),
+          request.body,
         ),
-      );
-    },
+      ),
   );
 
   app.patch(
@@ -119,22 +104,16 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
       access: "documents:write",
       operationId: "updateDocument",
       summary: "Edit a document's title or description",
-      description:
-        "Only `title` and `description` can change (`null` clears the description); the link target, category and kind cannot, and sending them is refused. Team-level documents and those of visible projects are reachable; a document of a private project or another organisation answers 404 like an unknown id. Records `document.updated` when something changed.",
+      description: withWriteEffect(
+        "updateDocument",
+        "Only `title` and `description` can change (`null` clears the description); the link target, category and kind cannot, and sending them is refused. Team-level documents and those of visible projects are reachable; a document of a private project or another organisation answers 404 like an unknown id.",
+      ),
       tags: ["Documents"],
       params: documentIdParams,
       body: documentPatch,
       data: documentIdSchema,
     }),
-    async (request) => {
-      const { principal, authorId } = authorOf(request);
-      return ok(
-        await updateDocument(app.db, request.params.document_id, {
-          organizationId: principal.organization.id,
-          authorId,
-          input: request.body,
-        }),
-      );
-    },
+    async (request) =>
+      ok(await updateDocument(app.db, request.params.document_id, actorOf(request), request.body)),
   );
 };

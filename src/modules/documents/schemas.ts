@@ -1,6 +1,6 @@
 import { z } from "zod";
+import { id, isoDateTime, isStorableText, storableText } from "../../core/values.js";
 import { documentKind, documentCategory as storedCategory } from "../../db/schema/library.js";
-import { id, isoDateTime, isStorableText, storableText } from "../../http/common-schemas.js";
 
 // The database enums, so the API and the table cannot drift apart.
 const documentCategory = z.enum(storedCategory.enumValues);

@@ -1,9 +1,10 @@
 import { and, desc, eq, isNull, or, type SQL, sql } from "drizzle-orm";
+import { NotFound } from "../../core/errors.js";
+import type { Actor } from "../../core/principal.js";
+import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { documents, projects } from "../../db/schema/index.js";
-import { toIsoDateTime } from "../../http/common-schemas.js";
-import { NotFound } from "../../http/errors.js";
-import { creationDiff, diffOf, recordChangeEvent } from "../change-events/service.js";
+import { creationDiff, diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
 import { visibleProjectId, visibleProjectsOf } from "../projects/service.js";
 import type {
   DocumentCategory,
@@ -14,7 +15,7 @@ import type {
 
 // One message for unknown, private and foreign documents, the same as for an id that is not a
 // UUID (params validation): the answer must not tell them apart.
-export const DOCUMENT_NOT_FOUND = "Not found";
+const DOCUMENT_NOT_FOUND = "Not found";
 
 const documentColumns = {
   id: documents.id,
@@ -61,17 +62,12 @@ export async function listDocuments(
   return rows.map((row) => ({ ...row, createdAt: toIsoDateTime(row.createdAt) }));
 }
 
-export type DocumentWrite<T> = {
-  organizationId: string;
-  authorId: string;
-  input: T;
-};
-
 /** Files a link (uploads stay in the application): kind `link`, uploaded by the author. */
 export async function createDocumentLink(
   db: Db,
   library: Library,
-  { organizationId, authorId, input }: DocumentWrite<DocumentLinkInput>,
+  { organizationId, authorId }: Actor,
+  input: DocumentLinkInput,
 ): Promise<{ id: string }> {
   const fields = {
     category: input.category,
@@ -111,27 +107,16 @@ function reachableDocument(organizationId: string, documentId: string) {
   );
 }
 
-type EditableFields = { title: string; description: string | null };
-
-/** The fields sent whose value differs from the stored one. */
-function changedFields(current: EditableFields, input: DocumentPatch): Partial<EditableFields> {
-  const changes: Partial<EditableFields> = {};
-  if (input.title !== undefined && input.title !== current.title) changes.title = input.title;
-  if (input.description !== undefined && input.description !== current.description) {
-    changes.description = input.description;
-  }
-  return changes;
-}
-
 /**
- * Edits the title and description only; the link target cannot change. Every accepted PATCH
- * records one `document.updated` event (issue 4: one per successful write), with an empty diff
- * when nothing changed.
+ * Edits the title and description only; the link target cannot change. Only the fields whose
+ * value differs are written and listed in the `document.updated` diff; when none does, nothing
+ * is written and no event is recorded (write-effects.ts).
  */
 export async function updateDocument(
   db: Db,
   documentId: string,
-  { organizationId, authorId, input }: DocumentWrite<DocumentPatch>,
+  { organizationId, authorId }: Actor,
+  input: DocumentPatch,
 ): Promise<{ id: string }> {
   return db.transaction(async (tx) => {
     const [current] = await tx
@@ -141,21 +126,18 @@ export async function updateDocument(
       .where(reachableDocument(organizationId, documentId))
       .for("no key update", { of: documents });
     if (current === undefined) throw new NotFound(DOCUMENT_NOT_FOUND);
-    const changes = changedFields(current, input);
-    // Documents have no `updatedBy`, so a no-op edit leaves the row as it is: the event alone
-    // says who sent it, and `updatedAt` keeps meaning "the link last changed".
-    if (Object.keys(changes).length > 0) {
-      await tx
-        .update(documents)
-        .set({ ...changes, updatedAt: sql`now()` })
-        .where(eq(documents.id, documentId));
-    }
+    const diff = diffOf(current, input);
+    if (isEmptyDiff(diff)) return { id: documentId };
+    await tx
+      .update(documents)
+      .set({ ...(diff.after as DocumentPatch), updatedAt: sql`now()` })
+      .where(eq(documents.id, documentId));
     await recordChangeEvent(tx, {
       organizationId,
       type: "document.updated",
       targetId: documentId,
       actorId: authorId,
-      diff: diffOf(current, { ...current, ...changes }),
+      diff,
     });
     return { id: documentId };
   });

@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { authorOf, principalOf } from "../../http/auth.js";
-import { projectSlugParams } from "../../http/common-schemas.js";
+import { projectSlugParams } from "../../core/values.js";
+import { actorOf, organizationOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
+import { withWriteEffect } from "../change-events/write-effects.js";
+import { getMeeting, getTranscript, listMeetings, listProjectMeetings } from "./reads.js";
 import {
   meetingIdParams,
   meetingSchema,
@@ -14,15 +16,8 @@ import {
   notesWrittenSchema,
   transcriptSchema,
 } from "./schemas.js";
-import {
-  getMeeting,
-  getTranscript,
-  listMeetings,
-  listProjectMeetings,
-  writeMinutes,
-  writeNotes,
-} from "./service.js";
 import { startsAtRange, startsAtRangeQuery } from "./starts-at-range.js";
+import { writeMinutes, writeNotes } from "./writes.js";
 
 const VISIBILITY =
   "Only meetings with audience `org`, outside any project or in a project that is not private, are visible; any other meeting answers 404 exactly like an unknown id.";
@@ -44,13 +39,7 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       data: z.array(meetingSummarySchema),
     }),
     async (request) =>
-      ok(
-        await listMeetings(
-          app.db,
-          principalOf(request).organization.id,
-          startsAtRange(request.query),
-        ),
-      ),
+      ok(await listMeetings(app.db, organizationOf(request), startsAtRange(request.query))),
   );
 
   app.get(
@@ -69,7 +58,7 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       ok(
         await listProjectMeetings(
           app.db,
-          principalOf(request).organization.id,
+          organizationOf(request),
           request.params.slug,
           startsAtRange(request.query),
         ),
@@ -88,7 +77,7 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       data: meetingSchema,
     }),
     async (request) =>
-      ok(await getMeeting(app.db, principalOf(request).organization.id, request.params.meeting_id)),
+      ok(await getMeeting(app.db, organizationOf(request), request.params.meeting_id)),
   );
 
   app.get(
@@ -103,13 +92,7 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       data: transcriptSchema,
     }),
     async (request) =>
-      ok(
-        await getTranscript(
-          app.db,
-          principalOf(request).organization.id,
-          request.params.meeting_id,
-        ),
-      ),
+      ok(await getTranscript(app.db, organizationOf(request), request.params.meeting_id)),
   );
 
   app.post(
@@ -118,23 +101,17 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       access: "meetings:write",
       operationId: "writeMeetingMinutes",
       summary: "Replace or append to a meeting's minutes",
-      description: `${VISIBILITY} The markdown is converted to rich text; \`append\` adds it below a divider. Records the event meeting.minutes_updated. Minutes that come out identical to the stored ones change nothing and record no event.`,
+      description: withWriteEffect(
+        "writeMeetingMinutes",
+        `${VISIBILITY} The markdown is converted to rich text; \`append\` adds it below a divider.`,
+      ),
       tags: ["Meetings"],
       params: meetingIdParams,
       body: minutesInputSchema,
       data: minutesWrittenSchema,
     }),
-    async (request) => {
-      const { principal, authorId } = authorOf(request);
-      return ok(
-        await writeMinutes(app.db, {
-          ...request.body,
-          organizationId: principal.organization.id,
-          meetingId: request.params.meeting_id,
-          authorId,
-        }),
-      );
-    },
+    async (request) =>
+      ok(await writeMinutes(app.db, request.params.meeting_id, actorOf(request), request.body)),
   );
 
   app.post(
@@ -143,22 +120,16 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       access: "meetings:write",
       operationId: "writeMeetingNotes",
       summary: "Replace the notes of a meeting's transcript",
-      description: `${VISIBILITY} The notes are marked human-authored (notesSource \`human\`, notesStatus \`ready\`), so transcript jobs no longer overwrite them. A meeting without a transcript answers 400. Records the event meeting.notes_updated, unless the same human notes are already there.`,
+      description: withWriteEffect(
+        "writeMeetingNotes",
+        `${VISIBILITY} The notes are marked human-authored (notesSource \`human\`, notesStatus \`ready\`), so transcript jobs no longer overwrite them. A meeting without a transcript answers 400.`,
+      ),
       tags: ["Meetings"],
       params: meetingIdParams,
       body: notesInputSchema,
       data: notesWrittenSchema,
     }),
-    async (request) => {
-      const { principal, authorId } = authorOf(request);
-      return ok(
-        await writeNotes(app.db, {
-          organizationId: principal.organization.id,
-          meetingId: request.params.meeting_id,
-          notes: request.body.notes,
-          authorId,
-        }),
-      );
-    },
+    async (request) =>
+      ok(await writeNotes(app.db, request.params.meeting_id, actorOf(request), request.body.notes)),
   );
 };

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { id, isoDateTime, markdownText, storableText } from "../../http/common-schemas.js";
+import { id, isoDateTime, markdownText, storableText } from "../../core/values.js";
 
 export const meetingIdParams = z.object({ meeting_id: id });
 
@@ -16,7 +16,7 @@ export const meetingSummarySchema = z
   })
   .meta({ id: "MeetingSummary" });
 
-export const meetingTranscriptSummarySchema = z
+const meetingTranscriptSummarySchema = z
   .object({
     id,
     status: z.string(),
@@ -51,7 +51,7 @@ export const transcriptSchema = z
   })
   .meta({ id: "Transcript" });
 
-export const minutesModes = ["replace", "append"] as const;
+const minutesModes = ["replace", "append"] as const;
 
 export const minutesInputSchema = z
   .strictObject({
@@ -68,7 +68,11 @@ export const minutesInputSchema = z
 export const minutesWrittenSchema = z
   .object({
     id,
-    updatedAt: isoDateTime.describe("The meeting's minutesUpdatedAt after the write"),
+    updatedAt: isoDateTime
+      .nullable()
+      .describe(
+        "The meeting's minutesUpdatedAt after the write; null only when the meeting never had minutes and this write left it so",
+      ),
   })
   .meta({ id: "MeetingMinutesUpdated" });
 
@@ -84,7 +88,6 @@ export const notesWrittenSchema = z
 
 export type MeetingSummary = z.infer<typeof meetingSummarySchema>;
 export type Meeting = z.infer<typeof meetingSchema>;
-export type MeetingTranscriptSummary = z.infer<typeof meetingTranscriptSummarySchema>;
 export type Transcript = z.infer<typeof transcriptSchema>;
 export type MinutesInput = z.infer<typeof minutesInputSchema>;
 export type MinutesWritten = z.infer<typeof minutesWrittenSchema>;

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isoDate, isoDateTime } from "../../http/common-schemas.js";
+import { isoDate, isoDateTime } from "../../core/values.js";
 
 /**
  * The `from`/`to` window of the meeting lists, both bounds inclusive.

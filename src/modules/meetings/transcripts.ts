@@ -1,15 +1,15 @@
 import { eq, sql } from "drizzle-orm";
+import { InvalidRequest, NotFound } from "../../core/errors.js";
+import { id, isStorableText, UNSTORABLE_TEXT } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { meetings, transcripts } from "../../db/schema/index.js";
-import { id, isStorableText, UNSTORABLE_TEXT } from "../../http/common-schemas.js";
-import { InvalidRequest, NotFound } from "../../http/errors.js";
-import { HUMAN_NOTES, NOTES_READY } from "./service.js";
+import { HUMAN_NOTES, NOTES_READY } from "./writes.js";
 
 /** Notes written by a transcript job. */
-export const MACHINE_NOTES = "ai";
+const MACHINE_NOTES = "ai";
 /** The notes status of a transcript that has no notes yet (as `svc import` sets it). */
-export const NO_NOTES = "none";
-export const DEFAULT_TRANSCRIPT_STATUS = "ready";
+const NO_NOTES = "none";
+const DEFAULT_TRANSCRIPT_STATUS = "ready";
 
 export type TranscriptWrite = {
   meetingId: string;

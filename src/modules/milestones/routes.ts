@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { principalOf } from "../../http/auth.js";
-import { projectSlugParams } from "../../http/common-schemas.js";
+import { projectSlugParams } from "../../core/values.js";
+import { organizationOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { milestoneSchema } from "./schemas.js";
@@ -21,6 +21,6 @@ export const milestoneRoutes: FastifyPluginAsyncZod = async (app) => {
       data: z.array(milestoneSchema),
     }),
     async (request) =>
-      ok(await listMilestones(app.db, principalOf(request).organization.id, request.params.slug)),
+      ok(await listMilestones(app.db, organizationOf(request), request.params.slug)),
   );
 };

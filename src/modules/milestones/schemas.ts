@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isoDate } from "../../http/common-schemas.js";
+import { isoDate } from "../../core/values.js";
 
 export const milestoneSchema = z
   .object({

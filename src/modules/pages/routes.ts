@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { authorOf, principalOf } from "../../http/auth.js";
-import { projectSlugParams } from "../../http/common-schemas.js";
+import { projectSlugParams } from "../../core/values.js";
+import { actorOf, organizationOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
+import { withWriteEffect } from "../change-events/write-effects.js";
 import {
   createdPageSchema,
   createPageBody,
@@ -31,8 +32,7 @@ export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
       params: projectSlugParams,
       data: z.array(pageSummarySchema),
     }),
-    async (request) =>
-      ok(await listPages(app.db, principalOf(request).organization.id, request.params.slug)),
+    async (request) => ok(await listPages(app.db, organizationOf(request), request.params.slug)),
   );
 
   app.get(
@@ -46,8 +46,7 @@ export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
       params: pageIdParams,
       data: pageSchema,
     }),
-    async (request) =>
-      ok(await getPage(app.db, principalOf(request).organization.id, request.params.page_id)),
+    async (request) => ok(await getPage(app.db, organizationOf(request), request.params.page_id)),
   );
 
   app.post(
@@ -56,23 +55,17 @@ export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
       access: "pages:write",
       operationId: "createPage",
       summary: "Create a page from markdown",
-      description:
-        "The page goes last among its siblings. `parent_page_id` must name a page of the same project (400 otherwise). Adds the first revision, attributed to the token's user, and records `page.created`.",
+      description: withWriteEffect(
+        "createPage",
+        "The page goes last among its siblings. `parent_page_id` must name a page of the same project (400 otherwise).",
+      ),
       tags: ["Pages"],
       params: projectSlugParams,
       body: createPageBody,
       data: createdPageSchema,
     }),
-    async (request) => {
-      const { principal, authorId } = authorOf(request);
-      return ok(
-        await createPage(app.db, request.params.slug, {
-          organizationId: principal.organization.id,
-          authorId,
-          input: request.body,
-        }),
-      );
-    },
+    async (request) =>
+      ok(await createPage(app.db, request.params.slug, actorOf(request), request.body)),
   );
 
   app.patch(
@@ -81,21 +74,16 @@ export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
       access: "pages:write",
       operationId: "updatePage",
       summary: "Edit a page's title or body",
-      description: `Only the fields sent change. \`markdown\` replaces the body, or with \`mode: "append"\` is added below a divider; \`mode\` without \`markdown\` is refused. An edit adds a revision attributed to the token's user and records \`page.updated\`; an edit that changes nothing writes nothing and returns the current \`updatedAt\`. ${NOT_VISIBLE}`,
+      description: withWriteEffect(
+        "updatePage",
+        `Only the fields sent change. \`markdown\` replaces the body, or with \`mode: "append"\` is added below a divider; \`mode\` without \`markdown\` is refused. ${NOT_VISIBLE}`,
+      ),
       tags: ["Pages"],
       params: pageIdParams,
       body: updatePageBody,
       data: updatedPageSchema,
     }),
-    async (request) => {
-      const { principal, authorId } = authorOf(request);
-      return ok(
-        await updatePage(app.db, request.params.page_id, {
-          organizationId: principal.organization.id,
-          authorId,
-          input: request.body,
-        }),
-      );
-    },
+    async (request) =>
+      ok(await updatePage(app.db, request.params.page_id, actorOf(request), request.body)),
   );
 };

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { id, isoDateTime, markdownText, storableText } from "../../http/common-schemas.js";
+import { id, isoDateTime, markdownText, storableText } from "../../core/values.js";
 
 // Spec, "Limits": page title max 200. An empty title would leave a nameless node in the tree.
 const pageTitle = storableText.min(1).max(200);

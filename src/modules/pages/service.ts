@@ -1,9 +1,10 @@
 import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import { InvalidRequest, NotFound } from "../../core/errors.js";
+import type { Actor } from "../../core/principal.js";
+import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
-import { pageRevisions, pages, projects, type RichTextJson } from "../../db/schema/index.js";
-import { toIsoDateTime } from "../../http/common-schemas.js";
-import { InvalidRequest, NotFound } from "../../http/errors.js";
-import { appendRichText } from "../../richtext/compose.js";
+import { pageRevisions, pages, projects } from "../../db/schema/index.js";
+import { appendRichText, sameRichText } from "../../richtext/compose.js";
 import { markdownToRichText } from "../../richtext/markdown.js";
 import { richTextToPlainText } from "../../richtext/plain-text.js";
 import { emptyRichText, type RichTextDoc } from "../../richtext/types.js";
@@ -25,7 +26,7 @@ import type {
 
 // One message for unknown, private and foreign pages, the same as for an id that is not a
 // UUID (params validation): the answer must not tell them apart.
-export const PAGE_NOT_FOUND = "Not found";
+const PAGE_NOT_FOUND = "Not found";
 
 type TreeRow = {
   id: string;
@@ -121,16 +122,11 @@ export async function getPage(db: Db, organizationId: string, pageId: string): P
   };
 }
 
-export type PageWrite<T> = {
-  organizationId: string;
-  authorId: string;
-  input: T;
-};
-
 export async function createPage(
   db: Db,
   slug: string,
-  { organizationId, authorId, input }: PageWrite<CreatePageInput>,
+  { organizationId, authorId }: Actor,
+  input: CreatePageInput,
 ): Promise<CreatedPage> {
   const parentId = input.parent_page_id ?? null;
   const body: RichTextDoc =
@@ -188,34 +184,39 @@ export async function createPage(
   });
 }
 
-function editedBody(current: RichTextJson, input: UpdatePageInput): RichTextJson {
+function editedBody(current: RichTextDoc, input: UpdatePageInput): RichTextDoc {
   if (input.markdown === undefined) return current;
   const added = markdownToRichText(input.markdown);
-  if (input.mode === "append") return appendRichText(current as RichTextDoc, added);
+  if (input.mode === "append") return appendRichText(current, added);
   return added;
 }
 
 /**
- * Applies the fields sent. Every edit, `{}` and unchanged values included, is a write by the
- * author (issue 4: every edit adds a revision and sets `updatedAt`/`updatedBy`): it adds a
- * revision (the page as it now stands) and a `page.updated` event whose diff holds the changed
- * fields among `title` and `text`, empty when none changed or only formatting did.
+ * Applies the fields sent. When the title and body come out as stored, nothing is written: no
+ * revision, no event, and `updatedAt` stays (write-effects.ts). Otherwise the page, a revision
+ * (the page as it now stands) and a `page.updated` event whose diff holds the changed fields
+ * among `title` and `text` (none when only the body's formatting changed).
  */
 export async function updatePage(
   db: Db,
   pageId: string,
-  { organizationId, authorId, input }: PageWrite<UpdatePageInput>,
+  { organizationId, authorId }: Actor,
+  input: UpdatePageInput,
 ): Promise<UpdatedPage> {
   return db.transaction(async (tx) => {
     const [current] = await tx
-      .select({ title: pages.title, body: pages.body })
+      .select({ title: pages.title, body: pages.body, updatedAt: pages.updatedAt })
       .from(pages)
       .innerJoin(projects, eq(projects.id, pages.projectId))
       .where(visiblePage(organizationId, pageId))
       .for("no key update", { of: pages });
     if (current === undefined) throw new NotFound(PAGE_NOT_FOUND);
+    const currentBody = current.body as RichTextDoc;
     const title = input.title ?? current.title;
-    const body = editedBody(current.body, input);
+    const body = editedBody(currentBody, input);
+    if (title === current.title && sameRichText(body, currentBody)) {
+      return { id: pageId, updatedAt: toIsoDateTime(current.updatedAt) };
+    }
     const [page] = await tx
       .update(pages)
       .set({ title, body, updatedAt: sql`now()`, updatedBy: authorId })
@@ -229,7 +230,7 @@ export async function updatePage(
       targetId: pageId,
       actorId: authorId,
       diff: diffOf(
-        { title: current.title, text: richTextToPlainText(current.body) },
+        { title: current.title, text: richTextToPlainText(currentBody) },
         { title, text: richTextToPlainText(body) },
       ),
     });

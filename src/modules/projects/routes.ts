@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { principalOf } from "../../http/auth.js";
-import { projectSlugParams } from "../../http/common-schemas.js";
+import { projectSlugParams } from "../../core/values.js";
+import { organizationOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { projectDetailSchema, projectSchema } from "./schemas.js";
@@ -18,7 +18,7 @@ export const projectRoutes: FastifyPluginAsyncZod = async (app) => {
       tags: ["Projects"],
       data: z.array(projectSchema),
     }),
-    async (request) => ok(await listProjects(app.db, principalOf(request).organization.id)),
+    async (request) => ok(await listProjects(app.db, organizationOf(request))),
   );
 
   app.get(
@@ -33,7 +33,6 @@ export const projectRoutes: FastifyPluginAsyncZod = async (app) => {
       params: projectSlugParams,
       data: projectDetailSchema,
     }),
-    async (request) =>
-      ok(await getProject(app.db, principalOf(request).organization.id, request.params.slug)),
+    async (request) => ok(await getProject(app.db, organizationOf(request), request.params.slug)),
   );
 };

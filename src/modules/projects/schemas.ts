@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { id, isoDate } from "../../http/common-schemas.js";
+import { id, isoDate } from "../../core/values.js";
 
 export const projectSchema = z
   .object({

@@ -1,8 +1,8 @@
 import { and, asc, eq } from "drizzle-orm";
+import { NotFound } from "../../core/errors.js";
+import { SLUG_PATTERN } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { projects } from "../../db/schema/index.js";
-import { SLUG_PATTERN } from "../../http/common-schemas.js";
-import { NotFound } from "../../http/errors.js";
 import type { Project, ProjectDetail } from "./schemas.js";
 
 // One message for unknown, private and foreign projects: the answer must not tell them apart.

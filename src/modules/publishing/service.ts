@@ -1,4 +1,7 @@
 import { and, asc, desc, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
+import type { PgTable, SelectedFields } from "drizzle-orm/pg-core";
+import { InvalidRequest, NotFound } from "../../core/errors.js";
+import { id, isStorableText, UNSTORABLE_TEXT } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import {
   componentDependencies,
@@ -7,17 +10,19 @@ import {
   componentVersions,
   organizations,
   projects,
-  specs,
   specVersions,
 } from "../../db/schema/index.js";
-import { id, isStorableText, UNSTORABLE_TEXT } from "../../http/common-schemas.js";
-import { InvalidRequest, NotFound } from "../../http/errors.js";
 import { recordChangeEvent } from "../change-events/service.js";
 import type { JsonValue } from "../specs/schemas.js";
 import { isCurrentMember } from "../users/service.js";
+import {
+  componentLineage,
+  type Lineage,
+  latestPublished,
+  PUBLISHED,
+  specLineage,
+} from "../versions/lineages.js";
 
-// Component version status is free text in the application; the API shows this one as latest.
-const PUBLISHED = "published";
 const STALE = "stale";
 
 export type ComponentHealth = (typeof componentHealth.enumValues)[number];
@@ -130,7 +135,8 @@ async function actorOf(
 async function markDirectDependentsStale(
   tx: Db,
   dependsOn: SQL,
-  publishedComponentId?: string,
+  /** What was published; a component listed as its own dependency is not marked. */
+  publishedId: string,
 ): Promise<string[]> {
   const dependents = await tx
     .select({ id: components.id, slug: components.slug })
@@ -144,8 +150,7 @@ async function markDirectDependentsStale(
             .from(componentDependencies)
             .where(dependsOn),
         ),
-        // A component listed as its own dependency does not make its new version stale.
-        publishedComponentId === undefined ? undefined : ne(components.id, publishedComponentId),
+        ne(components.id, publishedId),
       ),
     )
     .orderBy(asc(components.id))
@@ -178,172 +183,151 @@ async function markDirectDependentsStale(
     .sort();
 }
 
-function refuseExistingVersion(kind: string, slug: string, version: string, status: string) {
-  return new InvalidRequest(
-    `version: ${kind} ${slug} already has a version ${version} (${status}); publish a new version string`,
-  );
-}
+/** What one kind of lineage adds to the shared publishing steps. */
+type PublishingKind<Snapshot extends Record<string, unknown>> = {
+  /** "spec" or "component", for messages. */
+  label: string;
+  lineage: Lineage;
+  event: "spec.published" | "component.published";
+  /** The columns of a version the event's diff shows, before and after. */
+  snapshot: SelectedFields;
+  /** Inserts the new published version; returns its id and its snapshot. */
+  insert(tx: Db, ownerId: string, version: string): Promise<{ id: string; after: Snapshot }>;
+  /** The diff's `before` when the lineage had no published version yet. */
+  noPrevious: Snapshot | Record<string, never>;
+  /** Which dependency rows name this lineage as what a component depends on. */
+  dependents(ownerId: string): SQL;
+};
+
+type Target = Publisher & { slug: string };
 
 /**
- * Publishes a new version of a spec: in one transaction, the published version, its
- * `spec.published` change event (the webhook outbox) and the direct dependents marked stale.
- * The spec row is locked first, so concurrent publishes of one spec run one after the other:
- * the duplicate check holds, and the event's `before` is the latest at that moment.
+ * The one publishing path: in one transaction, the new published version, its change event
+ * (the webhook outbox) and the direct dependents marked stale. The lineage's owner row is
+ * locked first, so concurrent publishes of one lineage run one after the other: the duplicate
+ * check holds, and the event's `before` is the latest at that moment.
  */
-export async function publishSpecVersion(db: Db, input: SpecPublication): Promise<Published> {
-  const version = requireLabel("version", input.version);
-  if (!isStorableJson(input.value)) {
-    throw new InvalidRequest(
-      `value: must be a JSON value with finite numbers, and strings that ${UNSTORABLE_TEXT}`,
-    );
-  }
-  const value = input.value;
+async function publish<Snapshot extends Record<string, unknown>>(
+  db: Db,
+  kind: PublishingKind<Snapshot>,
+  target: Target,
+): Promise<Published> {
+  const version = requireLabel("version", target.version);
+  const { owners, versions, ownerOf } = kind.lineage;
   return db.transaction(async (tx) => {
     const { organizationId, projectId } = await projectOf(
       tx,
-      input.organizationSlug,
-      input.projectSlug,
+      target.organizationSlug,
+      target.projectSlug,
     );
-    const [spec] = await tx
-      .select({ id: specs.id })
-      .from(specs)
-      .where(and(eq(specs.projectId, projectId), eq(specs.slug, input.specSlug)))
+    const [owner] = await tx
+      .select({ id: owners.id })
+      .from(owners)
+      .where(and(eq(owners.projectId, projectId), eq(owners.slug, target.slug)))
       .for("no key update");
-    if (spec === undefined) {
+    if (owner === undefined) {
       throw new NotFound(
-        `No spec with slug ${input.specSlug} in project ${input.organizationSlug}/${input.projectSlug}`,
+        `No ${kind.label} with slug ${target.slug} in project ${target.organizationSlug}/${target.projectSlug}`,
       );
     }
-    const actorId = await actorOf(tx, organizationId, input.organizationSlug, input.actorId);
+    const actorId = await actorOf(tx, organizationId, target.organizationSlug, target.actorId);
     const [existing] = await tx
-      .select({ status: specVersions.status })
-      .from(specVersions)
-      .where(and(eq(specVersions.specId, spec.id), eq(specVersions.version, version)));
+      .select({ status: versions.status })
+      .from(versions as PgTable)
+      .where(and(eq(ownerOf, owner.id), eq(versions.version, version)));
     if (existing !== undefined) {
-      throw refuseExistingVersion("spec", input.specSlug, version, existing.status);
+      throw new InvalidRequest(
+        `version: ${kind.label} ${target.slug} already has a version ${version} (${existing.status}); publish a new version string`,
+      );
     }
-    const [previous] = await tx
-      .select({ version: specVersions.version, value: specVersions.value })
-      .from(specVersions)
-      .where(and(eq(specVersions.specId, spec.id), eq(specVersions.status, "published")))
-      .orderBy(desc(specVersions.sequence))
-      .limit(1);
+    const [previous] = await latestPublished(tx, kind.lineage, owner.id, kind.snapshot);
+    const created = await kind.insert(tx, owner.id, version);
+    const eventId = await recordChangeEvent(tx, {
+      organizationId,
+      type: kind.event,
+      targetId: owner.id,
+      actorId,
+      diff: { before: previous ?? kind.noPrevious, after: created.after },
+    });
+    const markedStale = await markDirectDependentsStale(tx, kind.dependents(owner.id), owner.id);
+    return { id: created.id, eventId, markedStale };
+  });
+}
+
+const specPublishing = (value: JsonValue): PublishingKind<{ value: JsonValue }> => ({
+  label: "spec",
+  lineage: specLineage,
+  event: "spec.published",
+  snapshot: { value: specVersions.value },
+  // Spec, "Events": the diff holds the value before and after; null before the first.
+  noPrevious: { value: null },
+  async insert(tx, specId, version) {
     const [created] = await tx
       .insert(specVersions)
       .values({
-        specId: spec.id,
+        specId,
         version,
-        status: "published",
+        status: PUBLISHED,
         value: jsonbValue(value),
         // The transaction's time: the same instant as the change event's occurred_at.
         publishedAt: sql`now()`,
       })
       .returning({ id: specVersions.id });
     if (created === undefined) throw new Error("spec version insert returned no row");
-    const eventId = await recordChangeEvent(tx, {
-      organizationId,
-      type: "spec.published",
-      targetId: spec.id,
-      actorId,
-      diff: {
-        // Spec, "Events": the diff holds the value before and after; null before the first.
-        before: { value: previous === undefined ? null : previous.value },
-        after: { value },
-      },
-    });
-    const markedStale = await markDirectDependentsStale(
-      tx,
-      eq(componentDependencies.dependsOnSpecId, spec.id),
+    return { id: created.id, after: { value } };
+  },
+  dependents: (specId) => eq(componentDependencies.dependsOnSpecId, specId),
+});
+
+const componentState = {
+  version: componentVersions.version,
+  status: componentVersions.status,
+  lifecycleStage: componentVersions.lifecycleStage,
+  healthStatus: componentVersions.healthStatus,
+};
+
+const componentPublishing = (
+  lifecycleStage: string,
+  healthStatus: ComponentHealth,
+): PublishingKind<Record<keyof typeof componentState, string>> => ({
+  label: "component",
+  lineage: componentLineage,
+  event: "component.published",
+  snapshot: componentState,
+  noPrevious: {},
+  async insert(tx, componentId, version) {
+    const [created] = await tx
+      .insert(componentVersions)
+      .values({ componentId, version, status: PUBLISHED, lifecycleStage, healthStatus })
+      .returning({ id: componentVersions.id, ...componentState });
+    if (created === undefined) throw new Error("component version insert returned no row");
+    const { id, ...after } = created;
+    return { id, after };
+  },
+  dependents: (componentId) => eq(componentDependencies.dependsOnComponentId, componentId),
+});
+
+/** Publishes a new version of a spec (`spec.published`). */
+export async function publishSpecVersion(db: Db, input: SpecPublication): Promise<Published> {
+  if (!isStorableJson(input.value)) {
+    throw new InvalidRequest(
+      `value: must be a JSON value with finite numbers, and strings that ${UNSTORABLE_TEXT}`,
     );
-    return { id: created.id, eventId, markedStale };
-  });
+  }
+  return publish(db, specPublishing(input.value), { ...input, slug: input.specSlug });
 }
 
-/**
- * Publishes a new version of a component: in one transaction, the published version, its
- * `component.published` change event and the direct dependents marked stale. The component row
- * is locked first, as for specs.
- */
+/** Publishes a new version of a component (`component.published`). */
 export async function publishComponentVersion(
   db: Db,
   input: ComponentPublication,
 ): Promise<Published> {
-  const version = requireLabel("version", input.version);
   const lifecycleStage = requireLabel("lifecycleStage", input.lifecycleStage);
   if (!isComponentHealth(input.healthStatus)) {
     throw new InvalidRequest(`healthStatus: must be one of ${componentHealthStates.join(", ")}`);
   }
-  const healthStatus = input.healthStatus;
-  return db.transaction(async (tx) => {
-    const { organizationId, projectId } = await projectOf(
-      tx,
-      input.organizationSlug,
-      input.projectSlug,
-    );
-    const [component] = await tx
-      .select({ id: components.id })
-      .from(components)
-      .where(and(eq(components.projectId, projectId), eq(components.slug, input.componentSlug)))
-      .for("no key update");
-    if (component === undefined) {
-      throw new NotFound(
-        `No component with slug ${input.componentSlug} in project ${input.organizationSlug}/${input.projectSlug}`,
-      );
-    }
-    const actorId = await actorOf(tx, organizationId, input.organizationSlug, input.actorId);
-    const [existing] = await tx
-      .select({ status: componentVersions.status })
-      .from(componentVersions)
-      .where(
-        and(
-          eq(componentVersions.componentId, component.id),
-          eq(componentVersions.version, version),
-        ),
-      );
-    if (existing !== undefined) {
-      throw refuseExistingVersion("component", input.componentSlug, version, existing.status);
-    }
-    const stateColumns = {
-      version: componentVersions.version,
-      status: componentVersions.status,
-      lifecycleStage: componentVersions.lifecycleStage,
-      healthStatus: componentVersions.healthStatus,
-    };
-    const [previous] = await tx
-      .select(stateColumns)
-      .from(componentVersions)
-      .where(
-        and(
-          eq(componentVersions.componentId, component.id),
-          eq(componentVersions.status, PUBLISHED),
-        ),
-      )
-      .orderBy(desc(componentVersions.sequence))
-      .limit(1);
-    const [created] = await tx
-      .insert(componentVersions)
-      .values({
-        componentId: component.id,
-        version,
-        status: PUBLISHED,
-        lifecycleStage,
-        healthStatus,
-      })
-      .returning({ id: componentVersions.id, ...stateColumns });
-    if (created === undefined) throw new Error("component version insert returned no row");
-    const { id: versionId, ...after } = created;
-    const eventId = await recordChangeEvent(tx, {
-      organizationId,
-      type: "component.published",
-      targetId: component.id,
-      actorId,
-      diff: { before: previous ?? {}, after },
-    });
-    const markedStale = await markDirectDependentsStale(
-      tx,
-      eq(componentDependencies.dependsOnComponentId, component.id),
-      component.id,
-    );
-    return { id: versionId, eventId, markedStale };
+  return publish(db, componentPublishing(lifecycleStage, input.healthStatus), {
+    ...input,
+    slug: input.componentSlug,
   });
 }

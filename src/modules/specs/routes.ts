@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { principalOf } from "../../http/auth.js";
-import { projectSlugParams } from "../../http/common-schemas.js";
+import { projectSlugParams } from "../../core/values.js";
+import { organizationOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { specSchema } from "./schemas.js";
@@ -20,7 +20,6 @@ export const specRoutes: FastifyPluginAsyncZod = async (app) => {
       params: projectSlugParams,
       data: z.array(specSchema),
     }),
-    async (request) =>
-      ok(await listSpecs(app.db, principalOf(request).organization.id, request.params.slug)),
+    async (request) => ok(await listSpecs(app.db, organizationOf(request), request.params.slug)),
   );
 };

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isoDateTime } from "../../http/common-schemas.js";
+import { isoDateTime } from "../../core/values.js";
 
 export type JsonValue =
   | string
@@ -14,7 +14,7 @@ export type JsonValue =
  * `z.json()` so that the recursion refers to the named component itself (`z.json()`'s inner
  * references point at an unnamed definition the OpenAPI document does not contain).
  */
-export const jsonValueSchema: z.ZodType<JsonValue> = z
+const jsonValueSchema: z.ZodType<JsonValue> = z
   .union([
     z.string(),
     z.number(),
@@ -31,7 +31,7 @@ export const jsonValueSchema: z.ZodType<JsonValue> = z
     description: "Any JSON value: null, boolean, number, string, array or object",
   });
 
-export const publishedSpecVersionSchema = z
+const publishedSpecVersionSchema = z
   .object({
     version: z.string(),
     status: z.string().describe("Always `published`: drafts never appear on the API"),

@@ -1,8 +1,9 @@
-import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { asc, eq, sql } from "drizzle-orm";
+import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { specs, specVersions } from "../../db/schema/index.js";
-import { toIsoDateTime } from "../../http/common-schemas.js";
 import { visibleProjectId } from "../projects/service.js";
+import { latestPublished, specLineage } from "../versions/lineages.js";
 import type { JsonValue, Spec } from "./schemas.js";
 
 /**
@@ -12,18 +13,12 @@ import type { JsonValue, Spec } from "./schemas.js";
  */
 export async function listSpecs(db: Db, organizationId: string, slug: string): Promise<Spec[]> {
   const projectId = await visibleProjectId(db, organizationId, slug);
-  const latest = db
-    .select({
-      version: specVersions.version,
-      status: specVersions.status,
-      value: specVersions.value,
-      publishedAt: specVersions.publishedAt,
-    })
-    .from(specVersions)
-    .where(and(eq(specVersions.specId, specs.id), eq(specVersions.status, "published")))
-    .orderBy(desc(specVersions.sequence))
-    .limit(1)
-    .as("latest");
+  const latest = latestPublished(db, specLineage, specs.id, {
+    version: specVersions.version,
+    status: specVersions.status,
+    value: specVersions.value,
+    publishedAt: specVersions.publishedAt,
+  }).as("latest");
   const rows = await db
     .select({
       slug: specs.slug,

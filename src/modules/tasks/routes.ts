@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { authorOf, principalOf } from "../../http/auth.js";
-import { projectSlugParams } from "../../http/common-schemas.js";
+import { projectSlugParams } from "../../core/values.js";
+import { actorOf, organizationOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
+import { withWriteEffect } from "../change-events/write-effects.js";
 import {
   newTaskSchema,
   taskIdParams,
@@ -26,8 +27,7 @@ export const taskRoutes: FastifyPluginAsyncZod = async (app) => {
       params: projectSlugParams,
       data: z.array(taskSchema),
     }),
-    async (request) =>
-      ok(await listTasks(app.db, principalOf(request).organization.id, request.params.slug)),
+    async (request) => ok(await listTasks(app.db, organizationOf(request), request.params.slug)),
   );
 
   app.post(
@@ -36,24 +36,17 @@ export const taskRoutes: FastifyPluginAsyncZod = async (app) => {
       access: "tasks:write",
       operationId: "createTask",
       summary: "Create a task",
-      description:
-        "Attributed to the token's user; records a `task.created` change event. `assigned_to` must be a current member of the organisation (else 400). An unknown, foreign or private project answers 404.",
+      description: withWriteEffect(
+        "createTask",
+        "Attributed to the token's user. `assigned_to` must be a current member of the organisation (else 400). An unknown, foreign or private project answers 404.",
+      ),
       tags: ["Tasks"],
       params: projectSlugParams,
       body: newTaskSchema,
       data: taskRefSchema,
     }),
-    async (request) => {
-      const { principal, authorId } = authorOf(request);
-      const organizationId = principal.organization.id;
-      return ok(
-        await createTask(app.db, request.params.slug, {
-          organizationId,
-          authorId,
-          input: request.body,
-        }),
-      );
-    },
+    async (request) =>
+      ok(await createTask(app.db, request.params.slug, actorOf(request), request.body)),
   );
 
   app.patch(
@@ -62,23 +55,16 @@ export const taskRoutes: FastifyPluginAsyncZod = async (app) => {
       access: "tasks:write",
       operationId: "updateTask",
       summary: "Update a task",
-      description:
-        "Only the fields sent change; null clears a nullable field; any status may follow any other. Records a `task.updated` change event holding the changed fields, or none when nothing changed. A task of a private project or of another organisation answers 404.",
+      description: withWriteEffect(
+        "updateTask",
+        "Only the fields sent change; null clears a nullable field; any status may follow any other. A task of a private project or of another organisation answers 404.",
+      ),
       tags: ["Tasks"],
       params: taskIdParams,
       body: taskPatchSchema,
       data: taskRefSchema,
     }),
-    async (request) => {
-      const { principal, authorId } = authorOf(request);
-      const organizationId = principal.organization.id;
-      return ok(
-        await updateTask(app.db, request.params.task_id, {
-          organizationId,
-          authorId,
-          input: request.body,
-        }),
-      );
-    },
+    async (request) =>
+      ok(await updateTask(app.db, request.params.task_id, actorOf(request), request.body)),
   );
 };

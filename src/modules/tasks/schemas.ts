@@ -1,9 +1,9 @@
 import { z } from "zod";
+import { id, isoDate, storableText, writableDate } from "../../core/values.js";
 import { taskPriority, taskStatus } from "../../db/schema/index.js";
-import { id, isoDate, storableText, writableDate } from "../../http/common-schemas.js";
 
-export const taskStatusSchema = z.enum(taskStatus.enumValues);
-export const taskPrioritySchema = z.enum(taskPriority.enumValues);
+const taskStatusSchema = z.enum(taskStatus.enumValues);
+const taskPrioritySchema = z.enum(taskPriority.enumValues);
 
 export const taskSchema = z
   .object({

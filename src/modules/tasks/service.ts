@@ -1,15 +1,16 @@
 import { and, asc, eq, sql } from "drizzle-orm";
+import { InvalidRequest, NotFound } from "../../core/errors.js";
+import type { Actor } from "../../core/principal.js";
 import type { Db } from "../../db/client.js";
 import { projects, tasks } from "../../db/schema/index.js";
-import { InvalidRequest, NotFound } from "../../http/errors.js";
-import { creationDiff, diffOf, recordChangeEvent } from "../change-events/service.js";
+import { creationDiff, diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
 import { visibleProjectId, visibleProjectsOf } from "../projects/service.js";
 import { isCurrentMember } from "../users/service.js";
 import type { NewTask, Task, TaskPatch } from "./schemas.js";
 
 // The same body as a task_id that is not a uuid (mapped from params validation), so unknown,
 // private, foreign and malformed ids cannot be told apart.
-export const TASK_NOT_FOUND = new NotFound().message;
+const TASK_NOT_FOUND = new NotFound().message;
 
 /** Two queries: the visible project, then its tasks in creation order (oldest first). */
 export async function listTasks(db: Db, organizationId: string, slug: string): Promise<Task[]> {
@@ -62,8 +63,6 @@ async function requireCurrentMember(db: Db, organizationId: string, userId: stri
   }
 }
 
-export type TaskWrite<T> = { organizationId: string; authorId: string; input: T };
-
 /**
  * Creates a task in a visible project. The project (404) is checked before the assignee (400):
  * a write is judged only once its target exists.
@@ -71,7 +70,8 @@ export type TaskWrite<T> = { organizationId: string; authorId: string; input: T 
 export async function createTask(
   db: Db,
   projectSlug: string,
-  { organizationId, authorId, input }: TaskWrite<NewTask>,
+  { organizationId, authorId }: Actor,
+  input: NewTask,
 ): Promise<{ id: string }> {
   return db.transaction(async (tx) => {
     const projectId = await visibleProjectId(tx, organizationId, projectSlug);
@@ -115,32 +115,32 @@ async function lockVisibleTask(tx: Db, organizationId: string, taskId: string) {
 }
 
 /**
- * Changes the fields sent on a task of a visible project; the lock makes the diff exact.
- * Every accepted PATCH records one `task.updated` event, even one that changes nothing (its
- * diff is then empty): the issue's rule is one event per successful write.
+ * Changes the fields sent on a task of a visible project; the lock makes the diff exact. Only
+ * the fields whose value differs are written and listed in the `task.updated` diff; when none
+ * does, nothing is written and no event is recorded (write-effects.ts).
  */
 export async function updateTask(
   db: Db,
   taskId: string,
-  { organizationId, authorId, input }: TaskWrite<TaskPatch>,
+  { organizationId, authorId }: Actor,
+  input: TaskPatch,
 ): Promise<{ id: string }> {
   return db.transaction(async (tx) => {
     const current = await lockVisibleTask(tx, organizationId, taskId);
     if (input.assigned_to != null)
       await requireCurrentMember(tx, organizationId, input.assigned_to);
-    // A no-op PATCH still sets updatedAt/updatedBy: it is an edit attributed to the user, and
-    // the row then agrees with its event. Sent fields that did not change are rewritten with
-    // their own value, so the task's data stays as it was.
+    const diff = diffOf(current, input);
+    if (isEmptyDiff(diff)) return { id: taskId };
     await tx
       .update(tasks)
-      .set({ ...columnsOf(input), updatedBy: authorId, updatedAt: sql`now()` })
+      .set({ ...columnsOf(diff.after as TaskPatch), updatedBy: authorId, updatedAt: sql`now()` })
       .where(eq(tasks.id, taskId));
     await recordChangeEvent(tx, {
       organizationId,
       type: "task.updated",
       targetId: taskId,
       actorId: authorId,
-      diff: diffOf(current, input),
+      diff,
     });
     return { id: taskId };
   });

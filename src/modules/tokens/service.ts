@@ -1,10 +1,11 @@
 import { createHash, randomBytes } from "node:crypto";
 import { and, eq, isNull, lte, sql } from "drizzle-orm";
+import type { Principal } from "../../core/principal.js";
+import { isScope, type Scope } from "../../core/scopes.js";
 import type { Db } from "../../db/client.js";
 import { apiTokens, memberships, oauthGrants, organizations } from "../../db/schema/index.js";
-import { isScope, type Scope } from "../../http/scopes.js";
 
-export const TOKEN_PREFIX = "svc_live_";
+const TOKEN_PREFIX = "svc_live_";
 // 32 random bytes in base64url.
 const TOKEN_PATTERN = /^svc_live_[A-Za-z0-9_-]{43}$/;
 
@@ -12,7 +13,7 @@ export function hashSecret(value: string): string {
   return createHash("sha256").update(value).digest("hex");
 }
 
-export function generateToken(): string {
+function generateToken(): string {
   return `${TOKEN_PREFIX}${randomBytes(32).toString("base64url")}`;
 }
 
@@ -57,21 +58,11 @@ export async function revokeToken(db: Db, tokenId: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-export type TokenPrincipal = {
-  tokenId: string;
-  organization: { id: string; slug: string; name: string };
-  scopes: Scope[];
-  /** The user writes are attributed to, or null when the creator left the organisation. */
-  authorId: string | null;
-  /** The addon's OAuth client record for OAuth-issued tokens. */
-  pluginId: string | null;
-};
-
 // Refresh last-used at most once a minute so that reads do not each cost a write.
 const LAST_USED_GRANULARITY_MS = 60_000;
 
 /** One query: the token by hash with its organisation, author membership and grant. */
-export async function authenticateToken(db: Db, token: string): Promise<TokenPrincipal | null> {
+export async function authenticateToken(db: Db, token: string): Promise<Principal | null> {
   if (!TOKEN_PATTERN.test(token)) return null;
   const [row] = await db
     .select({

@@ -1,8 +1,8 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
+import { InvalidRequest } from "../../core/errors.js";
 import type { Db } from "../../db/client.js";
 import { memberRole, memberships, organizations, users } from "../../db/schema/index.js";
-import { InvalidRequest } from "../../http/errors.js";
 import { hashPassword, passwordSchema } from "./passwords.js";
 
 /** Stored trimmed and lower-cased: the unique index on lower(email) ignores case anyway. */
@@ -58,7 +58,7 @@ async function requireOrganization(db: Db, slug: string) {
 }
 
 /** The condition of a user's current (not removed) membership of an organisation. */
-export function activeMembership(organizationId: string, userId: string) {
+function activeMembership(organizationId: string, userId: string) {
   return and(
     eq(memberships.organizationId, organizationId),
     eq(memberships.userId, userId),

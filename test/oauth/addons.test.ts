@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkRedirectUri } from "../../src/oauth/clients.js";
+import { checkRedirectUri } from "../../src/oauth/addons.js";
 
 describe("redirect URI registration rules", () => {
   it.each([

@@ -1,11 +1,11 @@
 import { z } from "zod";
-import { id } from "../../http/common-schemas.js";
+import { id } from "../core/values.js";
 
 export const pingInputSchema = z
   .strictObject({ webhook_id: id.describe("A webhook registered by this organisation") })
   .meta({ id: "WebhookPing" });
 
-export const pingStatus = z
+const pingStatus = z
   .enum(["queued"])
   .describe(
     "`queued`: the synthetic `change.created` delivery is recorded and queued; its outcome appears in the webhook's delivery log.",

@@ -5,7 +5,7 @@ import { overdueDeliveries } from "./retry-pass.js";
 const RECOVERY_INTERVAL_MS = 60_000;
 
 /** Fans out every pending event, then queues the first attempt of each new delivery. */
-export async function relayOnce(runtime: WebhookRuntime): Promise<number> {
+async function relayOnce(runtime: WebhookRuntime): Promise<number> {
   let fannedOut = 0;
   for (;;) {
     const { events, deliveryIds } = await fanOutChangeEvents(runtime.db);
@@ -18,7 +18,7 @@ export async function relayOnce(runtime: WebhookRuntime): Promise<number> {
 }
 
 /** Re-queues deliveries whose job was lost; the minute in the job id lets it be queued anew. */
-export async function recoverOverdueDeliveries(runtime: WebhookRuntime): Promise<number> {
+async function recoverOverdueDeliveries(runtime: WebhookRuntime): Promise<number> {
   const overdue = await overdueDeliveries(runtime.db);
   const minute = Math.floor(Date.now() / 60_000);
   for (const { id, attempts } of overdue) {

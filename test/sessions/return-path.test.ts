@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { safeReturnPath } from "../../src/web/members.js";
+import { safeReturnPath } from "../../src/sessions/members.js";
 
 describe("the return address after sign-in", () => {
   it.each([

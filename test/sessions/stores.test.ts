@@ -2,10 +2,12 @@ import { sql } from "drizzle-orm";
 import type { Session } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authFailures, sessions } from "../../src/db/schema/index.js";
+import { AuthFailureLimiter } from "../../src/modules/auth-failures/limiter.js";
 import { hashSecret } from "../../src/modules/tokens/service.js";
-import { AuthFailureLimiter } from "../../src/web/auth-failures.js";
-import { DatabaseSessionStore } from "../../src/web/session-store.js";
+import { DatabaseSessionStore } from "../../src/sessions/session-store.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { eventually } from "../support/eventually.js";
+import { gate } from "../support/gate.js";
 
 let testDb: TestDatabase;
 
@@ -104,37 +106,45 @@ describe("the failed-authentication counter", () => {
   it("lets no more than the allowance through when attempts arrive in parallel", async () => {
     const db = testDb.database.db;
     const limiter = new AuthFailureLimiter(db, 5);
+    // Every admitted attempt is held until the test lets go, so the attempts overlap by
+    // construction, however fast the machine.
+    const release = gate();
     let verified = 0;
-    const slowFailure = async () => {
+    const heldFailure = async () => {
       verified++;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      await release.opened;
       return { failed: true, value: "wrong" };
     };
-    const attempts = await Promise.all(
+    const attempts = Promise.all(
       Array.from({ length: 30 }, (_, i) =>
-        limiter.guard([`k:parallel-address-${i % 3}`, "k:parallel-account"], slowFailure),
+        limiter.guard([`k:parallel-address-${i % 3}`, "k:parallel-account"], heldFailure),
       ),
     );
-    expect(attempts.filter((attempt) => !attempt.limited)).toHaveLength(5);
+    await eventually(() => verified === 5);
+    release.open();
+    expect((await attempts).filter((attempt) => !attempt.limited)).toHaveLength(5);
     expect(verified).toBe(5);
     expect(await db.$count(authFailures, sql`${authFailures.key} = 'k:parallel-account'`)).toBe(5);
   });
 
   it("lets parallel successes all through, never more in flight than the allowance", async () => {
     const limiter = new AuthFailureLimiter(testDb.database.db, 2);
+    const release = gate();
     let inFlight = 0;
     let mostInFlight = 0;
-    const slowSuccess = async () => {
+    const heldSuccess = async () => {
       inFlight++;
       mostInFlight = Math.max(mostInFlight, inFlight);
-      await new Promise((resolve) => setTimeout(resolve, 30));
+      await release.opened;
       inFlight--;
       return { failed: false, value: "right" };
     };
-    const attempts = await Promise.all(
-      Array.from({ length: 10 }, () => limiter.guard(["k:busy-account"], slowSuccess)),
+    const attempts = Promise.all(
+      Array.from({ length: 10 }, () => limiter.guard(["k:busy-account"], heldSuccess)),
     );
-    expect(attempts).toEqual(Array(10).fill({ limited: false, value: "right" }));
+    await eventually(() => inFlight === 2);
+    release.open();
+    expect(await attempts).toEqual(Array(10).fill({ limited: false, value: "right" }));
     expect(mostInFlight).toBe(2);
   });
 

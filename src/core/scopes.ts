@@ -1,5 +1,3 @@
-import { z } from "zod";
-
 /** The 13 scopes of the spec, each with the plain words the consent page and docs show. */
 export const scopeDescriptions = {
   "projects:read": "Read projects",
@@ -19,7 +17,6 @@ export const scopeDescriptions = {
 
 export type Scope = keyof typeof scopeDescriptions;
 export const allScopes = Object.keys(scopeDescriptions) as Scope[];
-export const scopeSchema = z.enum(allScopes as [Scope, ...Scope[]]);
 
 export function isScope(value: string): value is Scope {
   return Object.hasOwn(scopeDescriptions, value);

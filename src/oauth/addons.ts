@@ -1,13 +1,13 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { asc, desc, eq, inArray } from "drizzle-orm";
+import { InvalidRequest } from "../core/errors.js";
+import { isStorableText } from "../core/values.js";
 import type { Db } from "../db/client.js";
 import { oauthClients, oauthRedirectUris, organizations } from "../db/schema/index.js";
-import { isStorableText } from "../http/common-schemas.js";
-import { InvalidRequest } from "../http/errors.js";
 import { hashSecret } from "../modules/tokens/service.js";
 
-export const CLIENT_ID_PREFIX = "svcc_";
-export const CLIENT_SECRET_PREFIX = "svcs_";
+const CLIENT_ID_PREFIX = "svcc_";
+const CLIENT_SECRET_PREFIX = "svcs_";
 
 const MAX_NAME_LENGTH = 100;
 const MAX_REDIRECT_URIS = 10;
@@ -36,7 +36,7 @@ export function checkRedirectUri(input: string): string {
   throw refuse("must use https (plain http only for localhost and 127.0.0.1)");
 }
 
-function checkClientName(input: string): string {
+function checkAddonName(input: string): string {
   const name = input.trim();
   if (name.length === 0) throw new InvalidRequest("name: the addon needs a name");
   if (name.length > MAX_NAME_LENGTH) {
@@ -56,7 +56,7 @@ function checkRedirectUris(inputs: readonly string[]): string[] {
   return uris;
 }
 
-export type NewOAuthClient = {
+export type NewAddon = {
   /** The developer's organisation. */
   organizationId: string;
   name: string;
@@ -66,7 +66,7 @@ export type NewOAuthClient = {
   createdBy?: string | null;
 };
 
-export type CreatedOAuthClient = {
+export type RegisteredAddon = {
   id: string;
   clientId: string;
   /** Shown this once; null for a public client. */
@@ -74,11 +74,8 @@ export type CreatedOAuthClient = {
 };
 
 /** Registers an addon; only a hash of its secret is stored. */
-export async function createOAuthClient(
-  db: Db,
-  input: NewOAuthClient,
-): Promise<CreatedOAuthClient> {
-  const name = checkClientName(input.name);
+export async function registerAddon(db: Db, input: NewAddon): Promise<RegisteredAddon> {
+  const name = checkAddonName(input.name);
   const redirectUris = checkRedirectUris(input.redirectUris);
   const clientId = `${CLIENT_ID_PREFIX}${randomBytes(16).toString("base64url")}`;
   const clientSecret = input.isPublic
@@ -104,7 +101,7 @@ export async function createOAuthClient(
   });
 }
 
-export type OAuthClientRecord = {
+export type Addon = {
   /** The client record's UUID (what `GET /me` shows as `pluginId`). */
   id: string;
   clientId: string;
@@ -116,10 +113,7 @@ export type OAuthClientRecord = {
 };
 
 /** The addon behind a `svcc_` client id, with its developer and registered redirect URIs. */
-export async function findClientByClientId(
-  db: Db,
-  clientId: string,
-): Promise<OAuthClientRecord | null> {
+export async function findAddonByClientId(db: Db, clientId: string): Promise<Addon | null> {
   const [client] = await db
     .select({
       id: oauthClients.id,
@@ -143,14 +137,14 @@ export async function findClientByClientId(
 }
 
 /** Constant-time comparison of a presented secret with the stored hash. */
-export function clientSecretMatches(client: OAuthClientRecord, secret: string): boolean {
+export function clientSecretMatches(client: Addon, secret: string): boolean {
   if (client.secretHash === null) return false;
   const presented = Buffer.from(hashSecret(secret));
   const stored = Buffer.from(client.secretHash);
   return presented.length === stored.length && timingSafeEqual(presented, stored);
 }
 
-export type DevelopedClient = {
+export type DevelopedAddon = {
   id: string;
   clientId: string;
   name: string;
@@ -160,10 +154,10 @@ export type DevelopedClient = {
 };
 
 /** The addons an organisation develops, newest first. */
-export async function listClientsDevelopedBy(
+export async function listAddonsDevelopedBy(
   db: Db,
   organizationId: string,
-): Promise<DevelopedClient[]> {
+): Promise<DevelopedAddon[]> {
   const clients = await db
     .select({
       id: oauthClients.id,

@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { and, asc, inArray, lt, sql } from "drizzle-orm";
-import type { Db } from "../db/client.js";
-import { authFailures } from "../db/schema/index.js";
+import type { Db } from "../../db/client.js";
+import { authFailures } from "../../db/schema/index.js";
 
 /** The window AUTH_RATE_LIMIT_MAX counts over (README, "Configuration"). */
-export const AUTH_FAILURE_WINDOW_SECONDS = 15 * 60;
+const AUTH_FAILURE_WINDOW_SECONDS = 15 * 60;
 
 // Rows older than the window are deleted by whichever attempt comes next, at most this often.
 const PURGE_INTERVAL_MS = 60_000;

@@ -10,15 +10,15 @@ import view from "@fastify/view";
 import { Eta } from "eta";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
+import { ApiError } from "../core/errors.js";
 import { fromDatabaseError } from "../http/error-handler.js";
-import { ApiError } from "../http/errors.js";
 import { PageError, renderErrorPage } from "./pages.js";
 import { pageDirectives } from "./security-headers.js";
 import { DatabaseSessionStore } from "./session-store.js";
 import { findViewsFolder } from "./views.js";
 
 /** An absolute lifetime: a session ends this long after sign-in, however busy. */
-export const SESSION_MAX_AGE_MS = 8 * 60 * 60 * 1000;
+const SESSION_MAX_AGE_MS = 8 * 60 * 60 * 1000;
 
 /** `__Host-` (RFC 6265bis) pins the cookie to this host and path `/`; it needs Secure. */
 export function sessionCookieName(config: Config): string {

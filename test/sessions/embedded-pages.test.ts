@@ -4,7 +4,7 @@ import { buildApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
 import { type Database, openPglite } from "../../src/db/client.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
-import type { WorkspaceJobs } from "../../src/worker.js";
+import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import { importOAuthWorkspaces, PASSWORD, registerClient } from "../oauth/oauth-fixtures.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";

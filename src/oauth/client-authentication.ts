@@ -1,0 +1,60 @@
+import type { FastifyRequest } from "fastify";
+import type { Db } from "../db/client.js";
+import {
+  type AttemptOutcome,
+  type AuthFailureLimiter,
+  failureKeys,
+} from "../modules/auth-failures/limiter.js";
+import { type Addon, clientSecretMatches, findAddonByClientId } from "./addons.js";
+import { TokenError } from "./errors.js";
+import type { TokenRequest } from "./token-request.js";
+
+/**
+ * Client authentication (RFC 6749 §2.3): a confidential client by its secret (Basic or body),
+ * a public client by its id alone (PKCE then binds the code). An unknown client or a wrong
+ * secret counts against the address and the client id; past AUTH_RATE_LIMIT_MAX the endpoint
+ * answers 429 without looking at the secret.
+ */
+export async function authenticateClient(
+  request: FastifyRequest,
+  limiter: AuthFailureLimiter,
+  token: TokenRequest,
+): Promise<Addon> {
+  const keys = [failureKeys.clientAddress(request.ip), failureKeys.client(token.clientId)];
+  const attempt = await limiter.guard(keys, () =>
+    verifyClientCredentials(request.server.db, token),
+  );
+  if (attempt.limited) {
+    throw new TokenError(
+      "invalid_client",
+      `Too many failed client authentications from this address or for this client; retry in ${attempt.retryAfterSeconds} seconds`,
+      { retryAfterSeconds: attempt.retryAfterSeconds },
+    );
+  }
+  if (attempt.value instanceof TokenError) throw attempt.value;
+  return attempt.value;
+}
+
+/** A wrong guess (unknown client, wrong secret) is `failed`; a protocol slip is refused uncounted. */
+async function verifyClientCredentials(
+  db: Db,
+  token: TokenRequest,
+): Promise<AttemptOutcome<Addon | TokenError>> {
+  const refuse = (failed: boolean, message: string) => ({
+    failed,
+    value: new TokenError("invalid_client", message, { basicChallenge: token.viaBasic }),
+  });
+  const client = await findAddonByClientId(db, token.clientId);
+  if (client === null) return refuse(true, "Unknown client");
+  if (client.isPublic) {
+    return token.clientSecret === null
+      ? { failed: false, value: client }
+      : refuse(false, "A public client has no secret; send code_verifier");
+  }
+  if (token.clientSecret === null) {
+    return refuse(false, "This client must authenticate with its secret");
+  }
+  return clientSecretMatches(client, token.clientSecret)
+    ? { failed: false, value: client }
+    : refuse(true, "Client authentication failed");
+}

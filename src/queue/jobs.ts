@@ -1,0 +1,11 @@
+/**
+ * Why a delivery attempt runs: its scheduled time came (first try, quick retry, or recovery of a
+ * lost job), the daily pass claimed it, or an admin asked for it.
+ */
+export type DeliveryTrigger = "scheduled" | "pass" | "manual";
+
+/** Every job the worker runs, by name; payloads carry ids only, never bodies or secrets. */
+export type WorkspaceJobs = {
+  deliverWebhook: { deliveryId: string; trigger: DeliveryTrigger };
+  runRetryPass: Record<string, never>;
+};
