@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
 import type { PgTable, SelectedFields } from "drizzle-orm/pg-core";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import { id, isStorableText, UNSTORABLE_TEXT } from "../../core/values.js";
@@ -156,19 +156,19 @@ async function markDirectDependentsStale(
     .orderBy(asc(components.id))
     .for("no key update");
   if (dependents.length === 0) return [];
+  const latest = latestPublished(tx, componentLineage, components.id, {
+    id: componentVersions.id,
+  }).as("latest");
   const latestVersions = tx
-    .selectDistinctOn([componentVersions.componentId], { id: componentVersions.id })
-    .from(componentVersions)
+    .select({ id: latest.id })
+    .from(components)
+    .innerJoinLateral(latest, sql`true`)
     .where(
-      and(
-        inArray(
-          componentVersions.componentId,
-          dependents.map((dependent) => dependent.id),
-        ),
-        eq(componentVersions.status, PUBLISHED),
+      inArray(
+        components.id,
+        dependents.map((dependent) => dependent.id),
       ),
-    )
-    .orderBy(componentVersions.componentId, desc(componentVersions.sequence));
+    );
   const marked = await tx
     .update(componentVersions)
     .set({ healthStatus: STALE })
