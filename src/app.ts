@@ -1,5 +1,4 @@
 import swagger from "@fastify/swagger";
-import apiReference from "@scalar/fastify-api-reference";
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyError,
@@ -7,23 +6,26 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from "fastify";
-import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { validatorCompiler } from "fastify-type-provider-zod";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { adminRoutes } from "./admin/routes.js";
 import type { Config } from "./config.js";
 import { NotFound } from "./core/errors.js";
 import type { Database, Db } from "./db/client.js";
+import { registerApiReference } from "./http/api-reference.js";
 import { bearerLookup, registerBearerAuth } from "./http/auth.js";
 import { failure, registerErrorHandler } from "./http/error-handler.js";
 import { registerHealthRoutes } from "./http/health.js";
 import { API_PREFIX, openApiOptions } from "./http/openapi.js";
 import { registerRateLimit } from "./http/rate-limit.js";
 import { requestIdOf } from "./http/request-id.js";
+import { loggableUrl, RequestLog } from "./http/request-log.js";
+import { responseSerializerCompiler } from "./http/serializer.js";
 import { deferNotFoundForImpossibleIds } from "./http/unknown-ids.js";
 import { changeEventsAsMarkdown } from "./modules/change-events/catalogue.js";
 import { moduleRoutes } from "./modules/routes.js";
-import { authenticateToken } from "./modules/tokens/service.js";
+import { PrincipalCache } from "./modules/tokens/principal-cache.js";
 import { authorizeRoutes } from "./oauth/authorize-routes.js";
 import { oauthMetadataRoutes } from "./oauth/metadata-routes.js";
 import { oauthTokenRoutes } from "./oauth/token-routes.js";
@@ -48,6 +50,8 @@ export type AppDependencies = {
 declare module "fastify" {
   interface FastifyInstance {
     db: Db;
+    /** The in-process principals of live tokens; whatever revokes here forgets at once. */
+    principals: PrincipalCache;
     queue: JobQueue<WorkspaceJobs>;
     config: Config;
   }
@@ -58,7 +62,7 @@ async function registerApi(app: FastifyInstance, deps: AppDependencies): Promise
   deferNotFoundForImpossibleIds(app);
   // Bodies are JSON (spec, "Endpoints"); anything else is refused as a wrong Content-Type.
   app.removeContentTypeParser("text/plain");
-  const lookup = bearerLookup((token) => authenticateToken(deps.database.db, token));
+  const lookup = bearerLookup((token) => app.principals.authenticate(token));
   await registerRateLimit(app, deps.config, deps.redis, lookup);
   registerBearerAuth(app, lookup);
   app.setNotFoundHandler({ preHandler: app.rateLimit() }, async () => {
@@ -69,14 +73,7 @@ async function registerApi(app: FastifyInstance, deps: AppDependencies): Promise
   );
   // Absolute addresses (under PUBLIC_URL's own path), so the page works at /docs as at /docs/.
   const apiBase = `${new URL(deps.config.publicUrl).pathname.replace(/\/$/, "")}${API_PREFIX}`;
-  await app.register(apiReference, {
-    routePrefix: "/docs",
-    configuration: {
-      url: `${apiBase}/openapi.json`,
-      cdn: `${apiBase}/docs/js/scalar.js`,
-      title: "Workspace API reference",
-    },
-  });
+  registerApiReference(app, apiBase);
   for (const routes of [...moduleRoutes, webhookRoutes]) await app.register(routes);
   await app.register(oauthTokenRoutes, { config: deps.config });
 }
@@ -104,7 +101,7 @@ function answerUnroutableRequest(
   request: FastifyRequest,
   reply: FastifyReply,
 ) {
-  request.log.info({ err: error }, "request refused before routing");
+  request.log.info({ err: error, url: loggableUrl(request.url) }, "request refused before routing");
   reply.header("X-Request-Id", request.id).code(400);
   if (request.url.startsWith(API_PREFIX)) {
     reply.send(failure("invalid_request", MALFORMED_URL));
@@ -124,6 +121,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     loggerInstance,
     bodyLimit: deps.config.bodyLimitBytes,
     genReqId: requestIdOf,
+    logController: new RequestLog(),
     frameworkErrors: answerUnroutableRequest,
     // The reference is served at /api/v1/docs itself, not only behind a redirect to /docs/.
     rewriteUrl: (request) =>
@@ -134,12 +132,18 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
   });
   app.decorate("db", deps.database.db);
+  const principals = new PrincipalCache(deps.database.db, deps.logger);
+  await principals.start(deps.database);
+  app.addHook("onClose", () => principals.stop());
+  app.decorate("principals", principals);
   app.decorate("queue", deps.queue);
   app.decorate("config", deps.config);
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
-  app.addHook("onRequest", async (request, reply) => {
+  app.setSerializerCompiler(responseSerializerCompiler);
+  // Callback style: every request passes here, and a callback costs no promise.
+  app.addHook("onRequest", (request, reply, done) => {
     reply.header("X-Request-Id", request.id);
+    done();
   });
 
   await app.register(swagger, openApiOptions(deps.config, changeEventsAsMarkdown()));

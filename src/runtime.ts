@@ -2,7 +2,8 @@ import path from "node:path";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
-import { type Database, openPglite, openPostgres } from "./db/client.js";
+import { type Database, openPostgres } from "./db/client.js";
+import { openPglite } from "./db/embedded.js";
 import { claimEmbeddedDatabase } from "./db/embedded-lock.js";
 import { createBullmqQueue } from "./queue/bullmq-queue.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
@@ -40,11 +41,13 @@ export async function openDatabase(
 }
 
 async function connectRedis(redisUrl: string): Promise<Redis> {
-  // Request-path commands (rate limit, readiness) fail fast while Redis is away.
+  // Request-path commands (rate limit, readiness) fail fast while Redis is away. Commands of
+  // requests served in the same tick share one write (auto-pipelining).
   const redis = new Redis(redisUrl, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    enableAutoPipelining: true,
   });
   redis.on("error", () => {});
   await redis.connect();

@@ -19,6 +19,7 @@ export async function connectionPages(app: FastifyInstance) {
   app.post("/:org/connections/:id/revoke", async (request, reply) => {
     const { organization } = adminContextOf(request);
     const revoked = await revokeGrant(app.db, pathId(request), organization.id);
+    app.principals.forgetOrganization(organization.id);
     leaveNotice(
       request,
       revoked

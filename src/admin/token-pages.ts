@@ -76,6 +76,7 @@ export async function tokenPages(app: FastifyInstance) {
   app.post("/:org/tokens/:id/revoke", async (request, reply) => {
     const { organization } = adminContextOf(request);
     const revoked = await revokeMintedToken(app.db, organization.id, pathId(request));
+    app.principals.forgetOrganization(organization.id);
     leaveNotice(request, revoked ? "Token revoked." : "That token was already revoked.");
     return reply.redirect(sectionPath(request, "tokens"), 303);
   });

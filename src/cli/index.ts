@@ -3,7 +3,12 @@ import { ConfigError } from "../config.js";
 import { ApiError } from "../core/errors.js";
 import { EmbeddedDatabaseBusy } from "../db/embedded-lock.js";
 import { CliError } from "./cli-error.js";
-import { demoCommand, importCommand, migrateCommand } from "./commands/database.js";
+import {
+  demoCommand,
+  embeddedTemplateCommand,
+  importCommand,
+  migrateCommand,
+} from "./commands/database.js";
 import { grantCommand, oauthClientCommand } from "./commands/oauth.js";
 import { componentCommand, specCommand } from "./commands/publish.js";
 import { serveCommand, startCommand, workerCommand } from "./commands/run.js";
@@ -18,6 +23,7 @@ const USAGE = `Usage: svc <command>
   serve                       API only
   worker                      webhook worker only
   migrate                     apply pending database migrations
+  embedded-template           prepare the initialised database a fresh embedded DATA_DIR starts from (npm run build does)
   demo [--json]               seed the demo workspace (idempotent)
   import FILE [--json]        import a workspace document in one transaction
   user add --org SLUG --email E --name N --role admin|member [--password P] [--json]
@@ -44,6 +50,7 @@ const commands: Record<string, (args: string[]) => Promise<void>> = {
   serve: serveCommand,
   worker: workerCommand,
   migrate: migrateCommand,
+  "embedded-template": embeddedTemplateCommand,
   demo: demoCommand,
   import: importCommand,
   user: userCommand,

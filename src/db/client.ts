@@ -1,19 +1,15 @@
 import { existsSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { PGlite } from "@electric-sql/pglite";
 import { sql } from "drizzle-orm";
 import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
-import { drizzle as drizzlePglite } from "drizzle-orm/pglite";
-import { migrate as migratePglite } from "drizzle-orm/pglite/migrator";
 import pg from "pg";
-import * as schema from "./schema/index.js";
+import { type ChannelListener, PostgresListener, type Unlisten } from "./notifications.js";
 
-type Schema = typeof schema;
 /** A database handle or an open transaction: data-access functions accept either. */
-export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+export type Db = PgDatabase<PgQueryResultHKT>;
 
 /** Rows of a raw `db.execute`: node-postgres and PGlite both answer with `rows`. */
 export function rowsOf<T>(result: unknown): T[] {
@@ -23,6 +19,11 @@ export function rowsOf<T>(result: unknown): T[] {
 export type Database = {
   db: Db;
   kind: "postgres" | "pglite";
+  /**
+   * Hears NOTIFY on `channel`, sent by any process that shares the database, including the
+   * triggers of the migrations (in embedded mode, this one process).
+   */
+  listen(channel: string, listener: ChannelListener): Promise<Unlisten>;
   /** Applies pending migrations; concurrent callers on Postgres wait on an advisory lock. */
   migrate(): Promise<void>;
   ping(): Promise<void>;
@@ -33,7 +34,7 @@ export type Database = {
 // migrates at a time.
 const MIGRATION_LOCK_KEY = 727_465_101;
 
-function findMigrationsFolder(): string {
+export function findMigrationsFolder(): string {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const candidate = path.join(dir, "migrations");
@@ -48,6 +49,8 @@ export type PostgresOptions = {
   max?: number;
   /** Sees every SQL statement the service sends (trace logging, query-count checks). */
   onQuery?: (query: string) => void;
+  /** Hears what goes wrong on the listening connection (it reconnects by itself). */
+  onListenError?: (error: unknown) => void;
 };
 
 export function openPostgres(connectionString: string, options: PostgresOptions = {}): Database {
@@ -55,20 +58,21 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   const onQuery = options.onQuery;
+  const listener = new PostgresListener(connectionString, options.onListenError ?? (() => {}));
   const db = drizzlePg(pool, {
-    schema,
     casing: "snake_case",
     ...(onQuery === undefined ? {} : { logger: { logQuery: (query: string) => onQuery(query) } }),
   });
   return {
     db,
     kind: "postgres",
+    listen: (channel, channelListener) => listener.listen(channel, channelListener),
     async migrate() {
       const client = await pool.connect();
       try {
         await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
         try {
-          await migratePg(drizzlePg(client, { schema, casing: "snake_case" }), {
+          await migratePg(drizzlePg(client, { casing: "snake_case" }), {
             migrationsFolder: findMigrationsFolder(),
           });
         } finally {
@@ -81,23 +85,9 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     async ping() {
       await db.execute(sql`select 1`);
     },
-    close: () => pool.end(),
-  };
-}
-
-/** Embedded mode: one PGlite database in `dir` (or in memory when `dir` is undefined). */
-export async function openPglite(dir: string | undefined): Promise<Database> {
-  const client = dir === undefined ? new PGlite() : new PGlite(dir);
-  await client.waitReady;
-  const db = drizzlePglite(client, { schema, casing: "snake_case" });
-  return {
-    db,
-    kind: "pglite",
-    // PGlite is a single connection in this process, so there is nobody to lock out.
-    migrate: () => migratePglite(db, { migrationsFolder: findMigrationsFolder() }),
-    async ping() {
-      await db.execute(sql`select 1`);
+    async close() {
+      await listener.close();
+      await pool.end();
     },
-    close: () => client.close(),
   };
 }

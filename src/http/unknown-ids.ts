@@ -22,13 +22,13 @@ export function deferNotFoundForImpossibleIds(app: FastifyInstance): void {
       return result.error ? { value: { [NAMES_NOTHING]: true } } : result;
     };
   });
-  app.addHook("preHandler", async (request) => {
-    if (
-      typeof request.params === "object" &&
-      request.params !== null &&
-      NAMES_NOTHING in request.params
-    ) {
-      throw new NotFound();
-    }
+  // Callback style: every request passes here, and a callback costs no promise.
+  app.addHook("preHandler", (request, _reply, done) => {
+    const params = request.params;
+    done(
+      typeof params === "object" && params !== null && NAMES_NOTHING in params
+        ? new NotFound()
+        : undefined,
+    );
   });
 }

@@ -13,6 +13,8 @@ export type CodeExchange = {
   code: string;
   redirectUri: string;
   codeVerifier: string | null;
+  /** Told when a reused code revoked the tokens issued from it. */
+  onTokensRevoked: (organizationId: string) => void;
 };
 
 export type IssuedToken = { accessToken: string; scopes: Scope[] };
@@ -26,18 +28,21 @@ function verifierMatches(verifier: string, challenge: string): boolean {
  * RFC 6749 §4.1.2: a code presented twice is a stolen code in someone's hands, so every
  * token issued from it is revoked.
  */
-async function revokeTokensOfCode(db: Db, codeId: string): Promise<void> {
+async function revokeTokensOfReusedCode(
+  db: Db,
+  code: { id: string; organizationId: string },
+  exchange: CodeExchange,
+): Promise<TokenError> {
   await db
     .update(apiTokens)
     .set({ revokedAt: sql`now()` })
-    .where(and(eq(apiTokens.oauthCodeId, codeId), isNull(apiTokens.revokedAt)));
-}
-
-const reused = () =>
-  new TokenError(
+    .where(and(eq(apiTokens.oauthCodeId, code.id), isNull(apiTokens.revokedAt)));
+  exchange.onTokensRevoked(code.organizationId);
+  return new TokenError(
     "invalid_grant",
     "The authorization code was already used; the tokens issued from it are revoked",
   );
+}
 
 /**
  * Redeems an authorization code for an access token of the approving organisation, attributed
@@ -68,8 +73,7 @@ export async function exchangeAuthorizationCode(
   if (code === undefined)
     throw new TokenError("invalid_grant", "The authorization code is unknown");
   if (code.usedAt !== null) {
-    await revokeTokensOfCode(db, code.id);
-    throw reused();
+    throw await revokeTokensOfReusedCode(db, code, exchange);
   }
   if (code.clientId !== exchange.addon.id) {
     throw new TokenError("invalid_grant", "The authorization code was issued to another client");
@@ -123,8 +127,7 @@ export async function exchangeAuthorizationCode(
     });
   });
   if (issued === null) {
-    await revokeTokensOfCode(db, code.id);
-    throw reused();
+    throw await revokeTokensOfReusedCode(db, code, exchange);
   }
   return { accessToken: issued.token, scopes: issued.scopes };
 }

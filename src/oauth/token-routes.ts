@@ -30,6 +30,7 @@ export async function oauthTokenRoutes(app: FastifyInstance, options: { config: 
         code: token.code,
         redirectUri: token.redirectUri,
         codeVerifier: token.codeVerifier,
+        onTokensRevoked: (organizationId) => app.principals.forgetOrganization(organizationId),
       });
       return reply.send({
         access_token: issued.accessToken,

@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { organizations } from "../../src/db/schema/index.js";
-import { authenticateToken } from "../../src/modules/tokens/service.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { ROOT, runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { workspaceDocument } from "../support/fixtures.js";
+import { livePrincipal } from "../support/tokens.js";
 
 let testDb: TestDatabase;
 let env: Record<string, string>;
@@ -108,12 +108,12 @@ describe("svc user and svc token", () => {
     expect(Object.keys(printed).sort()).toEqual(["id", "scopes", "token"]);
     expect(printed.token).toMatch(/^svc_live_/);
     expect(printed.scopes).toEqual(["tasks:read", "pages:write"]);
-    const principal = await authenticateToken(testDb.database.db, printed.token);
+    const principal = await livePrincipal(testDb.database.db, printed.token);
     expect(principal?.scopes).toEqual(["tasks:read", "pages:write"]);
 
     const revoked = await runCli(["token", "revoke", "--id", printed.id], env);
     expect(revoked.code).toBe(0);
-    expect(await authenticateToken(testDb.database.db, printed.token)).toBeNull();
+    expect(await livePrincipal(testDb.database.db, printed.token)).toBeNull();
   });
 
   it("mints a token with every scope for `all`", async () => {
@@ -202,7 +202,7 @@ describe("svc user and svc token", () => {
       env,
     );
     expect(removed.code).toBe(0);
-    const principal = await authenticateToken(testDb.database.db, token);
+    const principal = await livePrincipal(testDb.database.db, token);
     expect(principal?.authorId).toBeNull();
 
     // Added back, the member needs a new token to write: the old one stays read-only.
@@ -222,7 +222,7 @@ describe("svc user and svc token", () => {
       env,
     );
     expect(readded.code).toBe(0);
-    expect((await authenticateToken(testDb.database.db, token))?.authorId).toBeNull();
+    expect((await livePrincipal(testDb.database.db, token))?.authorId).toBeNull();
     const fresh = await runCli(
       [
         "token",
@@ -237,7 +237,7 @@ describe("svc user and svc token", () => {
       ],
       env,
     );
-    const renewed = await authenticateToken(testDb.database.db, JSON.parse(fresh.stdout).token);
+    const renewed = await livePrincipal(testDb.database.db, JSON.parse(fresh.stdout).token);
     expect(renewed?.authorId).toEqual(expect.any(String));
   });
 });

@@ -11,9 +11,9 @@ import {
   users,
 } from "../../src/db/schema/index.js";
 import { seedDemo } from "../../src/demo/seed.js";
-import { authenticateToken } from "../../src/modules/tokens/service.js";
 import { verifyPassword } from "../../src/modules/users/passwords.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { livePrincipal } from "../support/tokens.js";
 
 let testDatabase: TestDatabase;
 let db: Db;
@@ -67,7 +67,7 @@ describe("seedDemo", () => {
   it("returns a token holding every scope, written as the admin", async () => {
     const seeded = results.find((result) => result.seeded);
     if (seeded === undefined || !seeded.seeded) throw new Error("nothing was seeded");
-    const principal = await authenticateToken(db, seeded.token);
+    const principal = await livePrincipal(db, seeded.token);
     expect(principal?.organization.slug).toBe("demo");
     expect(principal?.scopes).toEqual(allScopes);
     const [admin] = await db

@@ -5,6 +5,7 @@ import { hashSecret } from "../../src/modules/tokens/service.js";
 import { api } from "../support/api.js";
 import { createTestApp, type TestApp } from "../support/app.js";
 import { runCli } from "../support/cli.js";
+import { redeemCode } from "../support/tokens.js";
 import { importOAuthWorkspaces, issueCode } from "./oauth-fixtures.js";
 
 let t: TestApp;
@@ -152,17 +153,11 @@ describe("svc grant", () => {
       redirectUri: "https://planner.example/cb",
       scopes: ["tasks:read", "projects:read"],
     });
-    const token = await t.app.inject({
-      method: "POST",
-      url: "/api/v1/oauth/token",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      payload: new URLSearchParams({
-        grant_type: "authorization_code",
-        code,
-        redirect_uri: "https://planner.example/cb",
-        client_id: created.clientId,
-        client_secret: created.clientSecret,
-      }).toString(),
+    const token = await redeemCode(t.app, {
+      code,
+      redirectUri: "https://planner.example/cb",
+      clientId: created.clientId,
+      clientSecret: created.clientSecret,
     });
     const accessToken = token.json().access_token as string;
 

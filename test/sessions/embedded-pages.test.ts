@@ -2,12 +2,14 @@ import { pino } from "pino";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
-import { type Database, openPglite } from "../../src/db/client.js";
+import type { Database } from "../../src/db/client.js";
+import { openPglite } from "../../src/db/embedded.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import { importOAuthWorkspaces, PASSWORD, registerClient } from "../oauth/oauth-fixtures.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";
+import { redeemCode } from "../support/tokens.js";
 
 const logger = pino({ level: "silent" });
 const queue = createInProcessQueue<WorkspaceJobs>(logger);
@@ -56,17 +58,11 @@ it("signs in, approves twice into one grant and redeems both codes on PGlite", a
     });
     expect(approved.statusCode).toBe(303);
     const code = new URL(approved.headers.location as string).searchParams.get("code") as string;
-    const token = await app.inject({
-      method: "POST",
-      url: "/api/v1/oauth/token",
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      payload: new URLSearchParams({
-        grant_type: "authorization_code",
-        code,
-        redirect_uri: redirectUri,
-        client_id: client.clientId,
-        client_secret: client.clientSecret as string,
-      }).toString(),
+    const token = await redeemCode(app, {
+      code,
+      redirectUri,
+      clientId: client.clientId,
+      clientSecret: client.clientSecret as string,
     });
     expect(token.statusCode, token.body).toBe(200);
     expect(token.json().scope).toBe(scope);

@@ -3,7 +3,7 @@ import type { Redis } from "ioredis";
 import { pino } from "pino";
 import { buildApp } from "../../src/app.js";
 import { type Config, loadConfig } from "../../src/config.js";
-import type { Database, Db } from "../../src/db/client.js";
+import { type Database, type Db, openPostgres } from "../../src/db/client.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import type { JobQueue } from "../../src/queue/queue.js";
@@ -57,6 +57,30 @@ export async function createTestApp(
       await app.close();
       if (options.queue === undefined) await queue.close();
       await testDatabase.drop();
+    },
+  };
+}
+
+/**
+ * A second instance of the app on the same database, with its own pool and its own listening
+ * connection, as another process of a deployment runs it.
+ */
+export async function createSiblingApp(t: TestApp): Promise<TestApp> {
+  if (t.config.databaseUrl === undefined) throw new Error("a sibling needs PostgreSQL");
+  const database = openPostgres(t.config.databaseUrl, { max: 5 });
+  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+  const queue = createInProcessQueue<WorkspaceJobs>(logger);
+  const app = await buildApp({ config: t.config, database, logger, queue });
+  await app.ready();
+  return {
+    app,
+    db: database.db,
+    database,
+    config: t.config,
+    async close() {
+      await app.close();
+      await queue.close();
+      await database.close();
     },
   };
 }

@@ -3,10 +3,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidRequest } from "../../src/core/errors.js";
 import type { Db } from "../../src/db/client.js";
 import { memberships, organizations, users } from "../../src/db/schema/index.js";
-import { authenticateToken, createToken } from "../../src/modules/tokens/service.js";
+import { createToken } from "../../src/modules/tokens/service.js";
 import { verifyPassword } from "../../src/modules/users/passwords.js";
 import { addUser, removeMember } from "../../src/modules/users/service.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { livePrincipal } from "../support/tokens.js";
 
 let testDatabase: TestDatabase;
 let db: Db;
@@ -158,14 +159,14 @@ describe("removeMember", () => {
       userId: member.id,
       scopes: ["projects:read"],
     });
-    expect((await authenticateToken(db, token))?.authorId).toBe(member.id);
+    expect((await livePrincipal(db, token))?.authorId).toBe(member.id);
 
     expect(await removeMember(db, { orgSlug: "acme", email: "EVE@acme.example" })).toEqual({
       id: member.id,
       email: "eve@acme.example",
     });
     expect((await membership(member.id))?.removedAt).toBeInstanceOf(Date);
-    const principal = await authenticateToken(db, token);
+    const principal = await livePrincipal(db, token);
     expect(principal).toMatchObject({ scopes: ["projects:read"], authorId: null });
 
     const readded = await addUser(db, {
@@ -177,7 +178,7 @@ describe("removeMember", () => {
     expect(readded.id).toBe(member.id);
     expect(await membership(member.id)).toEqual({ role: "member", removedAt: null });
     // Spec: "a new token must be minted"; the old one stays read-only.
-    expect((await authenticateToken(db, token))?.authorId).toBeNull();
+    expect((await livePrincipal(db, token))?.authorId).toBeNull();
   });
 
   const refusals: [string, { orgSlug: string; email: string }, string][] = [

@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { buildEmbeddedTemplate } from "../../db/embedded.js";
 import { seedDemo } from "../../demo/seed.js";
 import { importWorkspace } from "../../import/service.js";
 import { parseCommandArgs } from "../args.js";
@@ -11,6 +12,12 @@ export async function migrateCommand(args: string[]): Promise<void> {
   // withDatabase applies pending migrations whatever MIGRATE_ON_START says: that is the point here.
   await withDatabase(async () => {}, { forceMigrate: true });
   printLine("Migrations applied.");
+}
+
+/** `npm run build`'s last step: the initialised database a fresh embedded DATA_DIR starts from. */
+export async function embeddedTemplateCommand(args: string[]): Promise<void> {
+  parseCommandArgs(args, {});
+  printLine(`Embedded database template ready in ${await buildEmbeddedTemplate()}.`);
 }
 
 export async function demoCommand(args: string[]): Promise<void> {

@@ -1,13 +1,43 @@
 import { asc, eq, sql } from "drizzle-orm";
 import type { Db } from "../../db/client.js";
-import { components, componentVersions } from "../../db/schema/index.js";
-import { visibleProjectId } from "../projects/service.js";
+import { prepared } from "../../db/prepared.js";
+import { components, componentVersions, projects } from "../../db/schema/index.js";
+import {
+  itemsOfVisibleProject,
+  refuseImpossibleSlug,
+  visibleProjectBySlug,
+} from "../projects/service.js";
 import { componentLineage, latestPublished } from "../versions/lineages.js";
 import type { Component } from "./schemas.js";
 
+const componentList = prepared((db) => {
+  const latest = latestPublished(db, componentLineage, components.id, {
+    version: componentVersions.version,
+    status: componentVersions.status,
+    lifecycleStage: componentVersions.lifecycleStage,
+    healthStatus: componentVersions.healthStatus,
+  }).as("latest");
+  return db
+    .select({
+      component: { slug: components.slug, name: components.name, kind: components.kind },
+      latest: {
+        version: latest.version,
+        status: latest.status,
+        lifecycleStage: latest.lifecycleStage,
+        healthStatus: latest.healthStatus,
+      },
+    })
+    .from(projects)
+    .leftJoin(components, eq(components.projectId, projects.id))
+    .leftJoinLateral(latest, sql`true`)
+    .where(visibleProjectBySlug)
+    .orderBy(asc(components.name), asc(components.slug))
+    .prepare("list_components");
+});
+
 /**
- * The project's components with their latest published version, in two queries: the visible
- * project, then every component with a lateral join picking its highest-sequence published
+ * The project's components with their latest published version, in one query: the visible
+ * project, its components, and for each a lateral join picking its highest-sequence published
  * version. Ordered by name, then slug (unique within a project).
  */
 export async function listComponents(
@@ -15,43 +45,28 @@ export async function listComponents(
   organizationId: string,
   slug: string,
 ): Promise<Component[]> {
-  const projectId = await visibleProjectId(db, organizationId, slug);
-  const latest = latestPublished(db, componentLineage, components.id, {
-    version: componentVersions.version,
-    status: componentVersions.status,
-    lifecycleStage: componentVersions.lifecycleStage,
-    healthStatus: componentVersions.healthStatus,
-  }).as("latest");
-  const rows = await db
-    .select({
-      slug: components.slug,
-      name: components.name,
-      kind: components.kind,
-      latestVersion: latest.version,
-      latestStatus: latest.status,
-      latestLifecycleStage: latest.lifecycleStage,
-      latestHealthStatus: latest.healthStatus,
-    })
-    .from(components)
-    .leftJoinLateral(latest, sql`true`)
-    .where(eq(components.projectId, projectId))
-    .orderBy(asc(components.name), asc(components.slug));
-  return rows.map((row) => ({
-    slug: row.slug,
-    name: row.name,
-    kind: row.kind,
+  refuseImpossibleSlug(slug);
+  const rows = await componentList(db).execute({ organizationId, slug });
+  return itemsOfVisibleProject(
+    rows.map((row) => ({
+      component: row.component === null ? null : { ...row.component, latest: row.latest },
+    })),
+    "component",
+  ).map(({ latest, ...component }) => ({
+    ...component,
     // Every column of a stored version is NOT NULL: nulls mean the join found no version.
     latest:
-      row.latestVersion === null ||
-      row.latestStatus === null ||
-      row.latestLifecycleStage === null ||
-      row.latestHealthStatus === null
+      latest === null ||
+      latest.version === null ||
+      latest.status === null ||
+      latest.lifecycleStage === null ||
+      latest.healthStatus === null
         ? null
         : {
-            version: row.latestVersion,
-            status: row.latestStatus,
-            lifecycleStage: row.latestLifecycleStage,
-            healthStatus: row.latestHealthStatus,
+            version: latest.version,
+            status: latest.status,
+            lifecycleStage: latest.lifecycleStage,
+            healthStatus: latest.healthStatus,
           },
   }));
 }

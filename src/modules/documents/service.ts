@@ -1,11 +1,18 @@
-import { and, desc, eq, isNull, or, type SQL, sql } from "drizzle-orm";
+import { and, desc, eq, isNull, or, sql } from "drizzle-orm";
 import { NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
-import { documents, projects } from "../../db/schema/index.js";
+import { prepared } from "../../db/prepared.js";
+import { documentCategory, documents, projects } from "../../db/schema/index.js";
 import { creationDiff, diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
-import { visibleProjectId, visibleProjectsOf } from "../projects/service.js";
+import {
+  itemsOfVisibleProject,
+  refuseImpossibleSlug,
+  visibleProjectBySlug,
+  visibleProjectId,
+  visibleProjectsOf,
+} from "../projects/service.js";
 import type {
   DocumentCategory,
   DocumentLinkInput,
@@ -36,29 +43,64 @@ export type Library = { kind: "team" } | { kind: "project"; slug: string };
 
 export type DocumentFilter = { category?: DocumentCategory | undefined };
 
-/**
- * Newest first: `createdAt` descending, then the latest filed first among documents filed at
- * the same instant. One query for the team library; two (the project, then its documents) for
- * a project library.
- */
+// Newest first: `createdAt` descending, then the latest filed first among documents filed at
+// the same instant.
+const newestFirst = [desc(documents.createdAt), desc(documents.sequence)];
+
+// `category` filters when given; null (no filter) lets every document through. Each use of a
+// placeholder is a parameter of its own, so the null test names the type Postgres cannot guess.
+const category = sql.placeholder("category");
+const inCategory = or(
+  sql`${category}::${sql.raw(documentCategory.enumName)} is null`,
+  eq(documents.category, category),
+);
+
+const teamLibrary = prepared((db) =>
+  db
+    .select(documentColumns)
+    .from(documents)
+    .where(
+      and(
+        eq(documents.organizationId, sql.placeholder("organizationId")),
+        isNull(documents.projectId),
+        inCategory,
+      ),
+    )
+    .orderBy(...newestFirst)
+    .prepare("list_team_documents"),
+);
+
+const projectLibrary = prepared((db) =>
+  db
+    .select({ document: documentColumns })
+    .from(projects)
+    .leftJoin(documents, and(eq(documents.projectId, projects.id), inCategory))
+    .where(visibleProjectBySlug)
+    .orderBy(...newestFirst)
+    .prepare("list_project_documents"),
+);
+
+async function libraryRows(
+  db: Db,
+  organizationId: string,
+  library: Library,
+  filter: DocumentFilter,
+) {
+  const values = { organizationId, category: filter.category ?? null };
+  if (library.kind === "team") return teamLibrary(db).execute(values);
+  refuseImpossibleSlug(library.slug);
+  const rows = await projectLibrary(db).execute({ ...values, slug: library.slug });
+  return itemsOfVisibleProject(rows, "document");
+}
+
+/** One query for either library, newest first. */
 export async function listDocuments(
   db: Db,
   organizationId: string,
   library: Library,
   filter: DocumentFilter,
 ): Promise<LibraryDocument[]> {
-  const projectId =
-    library.kind === "team" ? null : await visibleProjectId(db, organizationId, library.slug);
-  const conditions: SQL[] = [
-    eq(documents.organizationId, organizationId),
-    projectId === null ? isNull(documents.projectId) : eq(documents.projectId, projectId),
-  ];
-  if (filter.category !== undefined) conditions.push(eq(documents.category, filter.category));
-  const rows = await db
-    .select(documentColumns)
-    .from(documents)
-    .where(and(...conditions))
-    .orderBy(desc(documents.createdAt), desc(documents.sequence));
+  const rows = await libraryRows(db, organizationId, library, filter);
   return rows.map((row) => ({ ...row, createdAt: toIsoDateTime(row.createdAt) }));
 }
 

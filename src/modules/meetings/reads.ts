@@ -1,10 +1,16 @@
-import { and, asc, desc, eq, gte, isNull, lt, lte, or, type SQL, sql } from "drizzle-orm";
+import { and, asc, desc, eq, gte, isNull, lt, lte, or, type Placeholder, sql } from "drizzle-orm";
 import { NotFound } from "../../core/errors.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { prepared } from "../../db/prepared.js";
 import { meetings, projects, transcripts } from "../../db/schema/index.js";
 import { richTextToPlainText } from "../../richtext/plain-text.js";
-import { visibleProjectId, visibleProjectsOf } from "../projects/service.js";
+import {
+  itemsOfVisibleProject,
+  refuseImpossibleSlug,
+  visibleProjectBySlug,
+  visibleProjectsOf,
+} from "../projects/service.js";
 import type { Meeting, MeetingSummary, Transcript } from "./schemas.js";
 import type { StartsAtRange } from "./starts-at-range.js";
 
@@ -20,7 +26,7 @@ const TRANSCRIPT_TEXT_LIMIT = 200_000;
  * Meetings the API may see: in the organisation, audience `org`, and outside any project or
  * in a project the API may see. Needs `projects` left-joined on the meeting's project.
  */
-export function visibleMeetingsOf(organizationId: string) {
+export function visibleMeetingsOf(organizationId: string | Placeholder) {
   return and(
     eq(meetings.organizationId, organizationId),
     eq(meetings.audience, "org"),
@@ -29,6 +35,12 @@ export function visibleMeetingsOf(organizationId: string) {
 }
 
 export const meetingProject = eq(projects.id, meetings.projectId);
+
+/** The meeting of the placeholder `meetingId`, when the organisation may see it. */
+const visibleMeeting = and(
+  eq(meetings.id, sql.placeholder("meetingId")),
+  visibleMeetingsOf(sql.placeholder("organizationId")),
+);
 
 // Mirrors isEmptyRichText (an empty document, or only empty paragraphs, has no minutes) in
 // SQL, so a list never loads the minutes documents themselves.
@@ -63,16 +75,32 @@ function toSummary(row: SummaryRow): MeetingSummary {
   };
 }
 
-function startsAtWithin(range: StartsAtRange): SQL[] {
-  const exactly = (text: string) => sql`${text}::timestamptz`;
-  const conditions: SQL[] = [];
-  if (range.from !== null) conditions.push(gte(meetings.startsAt, exactly(range.from.text)));
-  if (range.to !== null) {
-    const { text, inclusive } = range.to;
-    conditions.push((inclusive ? lte : lt)(meetings.startsAt, exactly(text)));
-  }
-  return conditions;
+// The window of `from`/`to`: each bound a placeholder, null when absent. A date-only `to` is
+// an exclusive bound (the next midnight), any other an inclusive one (starts-at-range.ts).
+const startsAtWithin = and(
+  gte(meetings.startsAt, sql`coalesce(${sql.placeholder("from")}::timestamptz, '-infinity')`),
+  lte(meetings.startsAt, sql`coalesce(${sql.placeholder("toInclusive")}::timestamptz, 'infinity')`),
+  lt(meetings.startsAt, sql`coalesce(${sql.placeholder("toExclusive")}::timestamptz, 'infinity')`),
+);
+
+/** The window's placeholder values, compared by Postgres at its microsecond precision. */
+function windowOf(range: StartsAtRange) {
+  return {
+    from: range.from?.text ?? null,
+    toInclusive: range.to?.inclusive ? range.to.text : null,
+    toExclusive: range.to !== null && !range.to.inclusive ? range.to.text : null,
+  };
 }
+
+const organizationMeetings = prepared((db) =>
+  db
+    .select(summaryColumns)
+    .from(meetings)
+    .leftJoin(projects, meetingProject)
+    .where(and(visibleMeetingsOf(sql.placeholder("organizationId")), startsAtWithin))
+    .orderBy(...newestFirst)
+    .prepare("list_meetings"),
+);
 
 /** `GET /meetings`: one query. */
 export async function listMeetings(
@@ -80,49 +108,41 @@ export async function listMeetings(
   organizationId: string,
   range: StartsAtRange,
 ): Promise<MeetingSummary[]> {
-  const rows = await db
-    .select(summaryColumns)
-    .from(meetings)
-    .leftJoin(projects, meetingProject)
-    .where(and(visibleMeetingsOf(organizationId), ...startsAtWithin(range)))
-    .orderBy(...newestFirst);
+  const rows = await organizationMeetings(db).execute({ organizationId, ...windowOf(range) });
   return rows.map(toSummary);
 }
 
-/** `GET /projects/{slug}/meetings`: two queries (the project, then its meetings). */
+const projectMeetings = prepared((db) =>
+  db
+    .select({ meeting: summaryColumns })
+    .from(projects)
+    .leftJoin(
+      meetings,
+      and(eq(meetings.projectId, projects.id), eq(meetings.audience, "org"), startsAtWithin),
+    )
+    .where(visibleProjectBySlug)
+    .orderBy(...newestFirst)
+    .prepare("list_project_meetings"),
+);
+
+/** `GET /projects/{slug}/meetings`: one query over the visible project and its meetings. */
 export async function listProjectMeetings(
   db: Db,
   organizationId: string,
   slug: string,
   range: StartsAtRange,
 ): Promise<MeetingSummary[]> {
-  const projectId = await visibleProjectId(db, organizationId, slug);
-  const rows = await db
-    .select(summaryColumns)
-    .from(meetings)
-    .where(
-      and(
-        eq(meetings.organizationId, organizationId),
-        eq(meetings.projectId, projectId),
-        eq(meetings.audience, "org"),
-        ...startsAtWithin(range),
-      ),
-    )
-    .orderBy(...newestFirst);
-  return rows.map(toSummary);
+  refuseImpossibleSlug(slug);
+  const rows = await projectMeetings(db).execute({ organizationId, slug, ...windowOf(range) });
+  return itemsOfVisibleProject(rows, "meeting").map(toSummary);
 }
 
 export function plainMinutes(minutes: unknown): string {
   return minutes === null ? "" : richTextToPlainText(minutes);
 }
 
-/** `GET /meetings/{id}`: one query; the transcript text itself is never loaded. */
-export async function getMeeting(
-  db: Db,
-  organizationId: string,
-  meetingId: string,
-): Promise<Meeting> {
-  const [row] = await db
+const meetingById = prepared((db) =>
+  db
     .select({
       ...summaryColumns,
       description: meetings.description,
@@ -139,7 +159,17 @@ export async function getMeeting(
     .from(meetings)
     .leftJoin(projects, meetingProject)
     .leftJoin(transcripts, eq(transcripts.meetingId, meetings.id))
-    .where(and(eq(meetings.id, meetingId), visibleMeetingsOf(organizationId)));
+    .where(visibleMeeting)
+    .prepare("get_meeting"),
+);
+
+/** `GET /meetings/{id}`: one query; the transcript text itself is never loaded. */
+export async function getMeeting(
+  db: Db,
+  organizationId: string,
+  meetingId: string,
+): Promise<Meeting> {
+  const [row] = await meetingById(db).execute({ organizationId, meetingId });
   if (row === undefined) throw new NotFound(MEETING_NOT_FOUND);
   const { transcriptId, transcriptStatus, notesStatus } = row;
   const transcript =
@@ -162,6 +192,24 @@ export async function getMeeting(
   };
 }
 
+const transcriptOf = prepared((db) =>
+  db
+    .select({
+      status: transcripts.status,
+      text: sql<string | null>`substr(${transcripts.text}, 1, ${TRANSCRIPT_TEXT_LIMIT})`,
+      // Counting only one character past the limit: Postgres then decompresses a long text only
+      // as far as it is returned, never all of it.
+      truncated: sql<
+        boolean | null
+      >`char_length(substr(${transcripts.text}, 1, ${TRANSCRIPT_TEXT_LIMIT + 1})) > ${TRANSCRIPT_TEXT_LIMIT}`,
+    })
+    .from(meetings)
+    .leftJoin(projects, meetingProject)
+    .leftJoin(transcripts, eq(transcripts.meetingId, meetings.id))
+    .where(visibleMeeting)
+    .prepare("get_transcript"),
+);
+
 /**
  * `GET /meetings/{id}/transcript`: one query. Postgres cuts the text, so at most the returned
  * part leaves the database, and it counts code points, so a surrogate pair is never split.
@@ -171,16 +219,7 @@ export async function getTranscript(
   organizationId: string,
   meetingId: string,
 ): Promise<Transcript> {
-  const [row] = await db
-    .select({
-      status: transcripts.status,
-      text: sql<string | null>`substr(${transcripts.text}, 1, ${TRANSCRIPT_TEXT_LIMIT})`,
-      truncated: sql<boolean | null>`char_length(${transcripts.text}) > ${TRANSCRIPT_TEXT_LIMIT}`,
-    })
-    .from(meetings)
-    .leftJoin(projects, meetingProject)
-    .leftJoin(transcripts, eq(transcripts.meetingId, meetings.id))
-    .where(and(eq(meetings.id, meetingId), visibleMeetingsOf(organizationId)));
+  const [row] = await transcriptOf(db).execute({ organizationId, meetingId });
   if (row === undefined) throw new NotFound(MEETING_NOT_FOUND);
   // The caller may see the meeting, so saying that only the transcript is missing leaks nothing.
   if (row.status === null || row.text === null) {

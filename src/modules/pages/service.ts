@@ -1,8 +1,9 @@
-import { and, asc, eq, isNull, sql } from "drizzle-orm";
+import { and, asc, eq, isNull, type Placeholder, sql } from "drizzle-orm";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { prepared } from "../../db/prepared.js";
 import { pageRevisions, pages, projects } from "../../db/schema/index.js";
 import { appendRichText, sameRichText } from "../../richtext/compose.js";
 import { markdownToRichText } from "../../richtext/markdown.js";
@@ -10,9 +11,10 @@ import { richTextToPlainText } from "../../richtext/plain-text.js";
 import { emptyRichText, type RichTextDoc } from "../../richtext/types.js";
 import { creationDiff, diffOf, recordChangeEvent } from "../change-events/service.js";
 import {
+  itemsOfVisibleProject,
   PROJECT_NOT_FOUND,
   refuseImpossibleSlug,
-  visibleProjectId,
+  visibleProjectBySlug,
   visibleProjectsOf,
 } from "../projects/service.js";
 import type {
@@ -36,28 +38,36 @@ type TreeRow = {
   updatedAt: Date;
 };
 
+const pageTree = prepared((db) =>
+  db
+    .select({
+      page: {
+        id: pages.id,
+        parentId: pages.parentId,
+        title: pages.title,
+        position: pages.position,
+        updatedAt: pages.updatedAt,
+      },
+    })
+    .from(projects)
+    .leftJoin(pages, eq(pages.projectId, projects.id))
+    .where(visibleProjectBySlug)
+    .orderBy(asc(pages.position), asc(pages.title), asc(pages.sequence))
+    .prepare("list_pages"),
+);
+
 /**
  * The tree in depth-first pre-order: every page comes right after its parent and before its
- * next sibling; siblings by position, then title, then creation order. Two queries: the
- * project, then its pages (no bodies).
+ * next sibling; siblings by position, then title, then creation order. One query over the
+ * visible project and its pages (no bodies).
  */
 export async function listPages(
   db: Db,
   organizationId: string,
   slug: string,
 ): Promise<PageSummary[]> {
-  const projectId = await visibleProjectId(db, organizationId, slug);
-  const rows = await db
-    .select({
-      id: pages.id,
-      parentId: pages.parentId,
-      title: pages.title,
-      position: pages.position,
-      updatedAt: pages.updatedAt,
-    })
-    .from(pages)
-    .where(eq(pages.projectId, projectId))
-    .orderBy(asc(pages.position), asc(pages.title), asc(pages.sequence));
+  refuseImpossibleSlug(slug);
+  const rows = itemsOfVisibleProject(await pageTree(db).execute({ organizationId, slug }), "page");
   return inTreeOrder(rows).map((row) => ({ ...row, updatedAt: toIsoDateTime(row.updatedAt) }));
 }
 
@@ -94,12 +104,12 @@ function inTreeOrder(rows: readonly TreeRow[]): TreeRow[] {
 }
 
 /** Pages of visible projects only: the project condition is part of every page lookup. */
-function visiblePage(organizationId: string, pageId: string) {
+function visiblePage(organizationId: string | Placeholder, pageId: string | Placeholder) {
   return and(eq(pages.id, pageId), visibleProjectsOf(organizationId));
 }
 
-export async function getPage(db: Db, organizationId: string, pageId: string): Promise<Page> {
-  const [page] = await db
+const pageById = prepared((db) =>
+  db
     .select({
       id: pages.id,
       parentId: pages.parentId,
@@ -110,7 +120,12 @@ export async function getPage(db: Db, organizationId: string, pageId: string): P
     })
     .from(pages)
     .innerJoin(projects, eq(projects.id, pages.projectId))
-    .where(visiblePage(organizationId, pageId));
+    .where(visiblePage(sql.placeholder("organizationId"), sql.placeholder("pageId")))
+    .prepare("get_page"),
+);
+
+export async function getPage(db: Db, organizationId: string, pageId: string): Promise<Page> {
+  const [page] = await pageById(db).execute({ organizationId, pageId });
   if (page === undefined) throw new NotFound(PAGE_NOT_FOUND);
   return {
     id: page.id,

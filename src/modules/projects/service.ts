@@ -1,7 +1,8 @@
-import { and, asc, eq } from "drizzle-orm";
+import { and, asc, eq, type Placeholder, sql } from "drizzle-orm";
 import { NotFound } from "../../core/errors.js";
 import { SLUG_PATTERN } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { prepared } from "../../db/prepared.js";
 import { projects } from "../../db/schema/index.js";
 import type { Project, ProjectDetail } from "./schemas.js";
 
@@ -19,16 +20,43 @@ const projectColumns = {
 };
 
 /** Projects the API may see: in the organisation and not private. */
-export function visibleProjectsOf(organizationId: string) {
+export function visibleProjectsOf(organizationId: string | Placeholder) {
   return and(eq(projects.organizationId, organizationId), eq(projects.visibility, "org"));
 }
 
-export async function listProjects(db: Db, organizationId: string): Promise<Project[]> {
-  return db
+/**
+ * The visible project a nested route names, by the placeholders `organizationId` and `slug`:
+ * the condition of the one query that reads the project and its collection together.
+ */
+export const visibleProjectBySlug = and(
+  visibleProjectsOf(sql.placeholder("organizationId")),
+  eq(projects.slug, sql.placeholder("slug")),
+);
+
+/**
+ * The items of a visible project's collection, from one query over `projects` left-joined to
+ * the collection (its columns under `key`): no row means no such visible project (404); an
+ * empty collection comes back as one row whose item is null.
+ */
+export function itemsOfVisibleProject<K extends string, T>(
+  rows: readonly Record<K, T | null>[],
+  key: K,
+): T[] {
+  if (rows.length === 0) throw new NotFound(PROJECT_NOT_FOUND);
+  return rows.flatMap((row) => (row[key] === null ? [] : [row[key]]));
+}
+
+const projectList = prepared((db) =>
+  db
     .select(projectColumns)
     .from(projects)
-    .where(visibleProjectsOf(organizationId))
-    .orderBy(asc(projects.name), asc(projects.slug));
+    .where(visibleProjectsOf(sql.placeholder("organizationId")))
+    .orderBy(asc(projects.name), asc(projects.slug))
+    .prepare("list_projects"),
+);
+
+export async function listProjects(db: Db, organizationId: string): Promise<Project[]> {
+  return projectList(db).execute({ organizationId });
 }
 
 /** A slug of a shape no project has is unknown without asking the database. */
@@ -36,21 +64,26 @@ export function refuseImpossibleSlug(slug: string): void {
   if (!SLUG_PATTERN.test(slug)) throw new NotFound(PROJECT_NOT_FOUND);
 }
 
+const projectDetail = prepared((db) =>
+  db
+    .select({ id: projects.id, ...projectColumns })
+    .from(projects)
+    .where(visibleProjectBySlug)
+    .prepare("get_project"),
+);
+
 export async function getProject(
   db: Db,
   organizationId: string,
   slug: string,
 ): Promise<ProjectDetail> {
   refuseImpossibleSlug(slug);
-  const [project] = await db
-    .select({ id: projects.id, ...projectColumns })
-    .from(projects)
-    .where(and(visibleProjectsOf(organizationId), eq(projects.slug, slug)));
+  const [project] = await projectDetail(db).execute({ organizationId, slug });
   if (project === undefined) throw new NotFound(PROJECT_NOT_FOUND);
   return project;
 }
 
-/** The id of a visible project, for the nested collections; 404 otherwise. */
+/** The id of a visible project, for the writes into its collections; 404 otherwise. */
 export async function visibleProjectId(
   db: Db,
   organizationId: string,

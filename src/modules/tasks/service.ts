@@ -1,10 +1,19 @@
 import { and, asc, eq, sql } from "drizzle-orm";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
-import type { Db } from "../../db/client.js";
-import { projects, tasks } from "../../db/schema/index.js";
-import { creationDiff, diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
-import { visibleProjectId, visibleProjectsOf } from "../projects/service.js";
+import { type Db, rowsOf } from "../../db/client.js";
+import { prepared } from "../../db/prepared.js";
+import { changeEvents, projects, taskPriority, taskStatus, tasks } from "../../db/schema/index.js";
+import { catalogueEntry } from "../change-events/catalogue.js";
+import { diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
+import {
+  itemsOfVisibleProject,
+  PROJECT_NOT_FOUND,
+  refuseImpossibleSlug,
+  visibleProjectBySlug,
+  visibleProjectId,
+  visibleProjectsOf,
+} from "../projects/service.js";
 import { isCurrentMember } from "../users/service.js";
 import type { NewTask, Task, TaskPatch } from "./schemas.js";
 
@@ -12,20 +21,28 @@ import type { NewTask, Task, TaskPatch } from "./schemas.js";
 // private, foreign and malformed ids cannot be told apart.
 const TASK_NOT_FOUND = new NotFound().message;
 
-/** Two queries: the visible project, then its tasks in creation order (oldest first). */
-export async function listTasks(db: Db, organizationId: string, slug: string): Promise<Task[]> {
-  const projectId = await visibleProjectId(db, organizationId, slug);
-  return db
+const taskList = prepared((db) =>
+  db
     .select({
-      title: tasks.title,
-      status: tasks.status,
-      priority: tasks.priority,
-      targetDate: tasks.dueDate,
-      description: tasks.description,
+      task: {
+        title: tasks.title,
+        status: tasks.status,
+        priority: tasks.priority,
+        targetDate: tasks.dueDate,
+        description: tasks.description,
+      },
     })
-    .from(tasks)
-    .where(eq(tasks.projectId, projectId))
-    .orderBy(asc(tasks.sequence));
+    .from(projects)
+    .leftJoin(tasks, eq(tasks.projectId, projects.id))
+    .where(visibleProjectBySlug)
+    .orderBy(asc(tasks.sequence))
+    .prepare("list_tasks"),
+);
+
+/** One query: the visible project's tasks in creation order (oldest first). */
+export async function listTasks(db: Db, organizationId: string, slug: string): Promise<Task[]> {
+  refuseImpossibleSlug(slug);
+  return itemsOfVisibleProject(await taskList(db).execute({ organizationId, slug }), "task");
 }
 
 /** The task's writable columns, read under their TaskPatch names (the change-event diff). */
@@ -64,7 +81,9 @@ async function requireCurrentMember(db: Db, organizationId: string, userId: stri
 }
 
 /**
- * Creates a task in a visible project. The project (404) is checked before the assignee (400):
+ * Creates a task in a visible project, with its `task.created` event, in one statement (so one
+ * round trip, atomic like a transaction): the project is read, the task inserted and the event
+ * written from what the insert returned. The project (404) is judged before the assignee (400):
  * a write is judged only once its target exists.
  */
 export async function createTask(
@@ -73,33 +92,39 @@ export async function createTask(
   { organizationId, authorId }: Actor,
   input: NewTask,
 ): Promise<{ id: string }> {
-  return db.transaction(async (tx) => {
-    const projectId = await visibleProjectId(tx, organizationId, projectSlug);
-    if (input.assigned_to != null)
-      await requireCurrentMember(tx, organizationId, input.assigned_to);
-    const [task] = await tx
-      .insert(tasks)
-      .values({
-        status: "not_started",
-        priority: "normal",
-        ...columnsOf(input),
-        title: input.title,
-        projectId,
-        createdBy: authorId,
-        updatedBy: authorId,
-      })
-      .returning({ id: tasks.id, ...taskPatchColumns });
-    if (task === undefined) throw new Error("task insert returned no row");
-    const { id, ...fields } = task;
-    await recordChangeEvent(tx, {
-      organizationId,
-      type: "task.created",
-      targetId: id,
-      actorId: authorId,
-      diff: creationDiff(fields),
-    });
-    return { id };
-  });
+  refuseImpossibleSlug(projectSlug);
+  if (input.assigned_to != null) {
+    await visibleProjectId(db, organizationId, projectSlug);
+    await requireCurrentMember(db, organizationId, input.assigned_to);
+  }
+  const { action, targetKind } = catalogueEntry("task.created");
+  const created = await db.execute(sql`
+    with project as (
+      select ${projects.id} from ${projects}
+      where ${and(visibleProjectsOf(organizationId), eq(projects.slug, projectSlug))}
+    ), task as (
+      insert into ${tasks} (project_id, title, description, status, priority, start_date,
+        due_date, blocked_reason, assigned_to, created_by, updated_by)
+      select project.id, ${input.title}, ${input.description ?? null},
+        ${input.status ?? "not_started"}::${sql.raw(taskStatus.enumName)},
+        ${input.priority ?? "normal"}::${sql.raw(taskPriority.enumName)},
+        ${input.start_date ?? null}::date, ${input.due_date ?? null}::date,
+        ${input.blocked_reason ?? null}, ${input.assigned_to ?? null}::uuid, ${authorId}, ${authorId}
+      from project
+      returning id, title, description, status, priority, start_date, due_date, blocked_reason,
+        assigned_to
+    ), event as (
+      insert into ${changeEvents} (organization_id, type, action, target_kind, target_id, actor_id,
+        diff)
+      -- The diff's after is the created task under its TaskPatch names, which are its columns'.
+      select ${organizationId}, ${"task.created"}, ${action}, ${targetKind}, task.id, ${authorId},
+        jsonb_build_object('before', '{}'::jsonb, 'after', to_jsonb(task) - 'id')
+      from task
+    )
+    select id from task`);
+  const [task] = rowsOf<{ id: string }>(created);
+  if (task === undefined) throw new NotFound(PROJECT_NOT_FOUND);
+  return { id: task.id };
 }
 
 /** The task, read through its project (visibility and organisation in the query), locked. */

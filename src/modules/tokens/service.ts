@@ -58,16 +58,19 @@ export async function revokeToken(db: Db, tokenId: string): Promise<boolean> {
   return rows.length > 0;
 }
 
-// Refresh last-used at most once a minute so that reads do not each cost a write.
-const LAST_USED_GRANULARITY_MS = 60_000;
+/** A live token as the database has it: its principal, its expiry and its last use. */
+export type LiveToken = { principal: Principal; expiresAt: Date | null; lastUsedAt: Date | null };
 
-/** One query: the token by hash with its organisation, author membership and grant. */
-export async function authenticateToken(db: Db, token: string): Promise<Principal | null> {
-  if (!TOKEN_PATTERN.test(token)) return null;
+/**
+ * One query: the live token of this hash with its organisation, author membership and grant;
+ * null when it is unknown, revoked, expired or of a revoked grant.
+ */
+export async function findLiveToken(db: Db, tokenHash: string): Promise<LiveToken | null> {
   const [row] = await db
     .select({
       tokenId: apiTokens.id,
       scopes: apiTokens.scopes,
+      expiresAt: apiTokens.expiresAt,
       lastUsedAt: apiTokens.lastUsedAt,
       organization: { id: organizations.id, slug: organizations.slug, name: organizations.name },
       authorId: memberships.userId,
@@ -87,7 +90,7 @@ export async function authenticateToken(db: Db, token: string): Promise<Principa
     .leftJoin(oauthGrants, eq(oauthGrants.id, apiTokens.grantId))
     .where(
       and(
-        eq(apiTokens.tokenHash, hashSecret(token)),
+        eq(apiTokens.tokenHash, tokenHash),
         isNull(apiTokens.revokedAt),
         sql`(${apiTokens.expiresAt} is null or ${apiTokens.expiresAt} > now())`,
         sql`(${apiTokens.grantId} is null or ${oauthGrants.revokedAt} is null)`,
@@ -95,14 +98,24 @@ export async function authenticateToken(db: Db, token: string): Promise<Principa
     )
     .limit(1);
   if (row === undefined) return null;
-  if (row.lastUsedAt === null || Date.now() - row.lastUsedAt.getTime() > LAST_USED_GRANULARITY_MS) {
-    await db.update(apiTokens).set({ lastUsedAt: sql`now()` }).where(eq(apiTokens.id, row.tokenId));
-  }
   return {
-    tokenId: row.tokenId,
-    organization: row.organization,
-    scopes: row.scopes.filter(isScope),
-    authorId: row.authorId,
-    pluginId: row.pluginId,
+    principal: {
+      tokenId: row.tokenId,
+      organization: row.organization,
+      scopes: row.scopes.filter(isScope),
+      authorId: row.authorId,
+      pluginId: row.pluginId,
+    },
+    expiresAt: row.expiresAt,
+    lastUsedAt: row.lastUsedAt,
   };
+}
+
+/** The token hash of a presented token, or null when it cannot be one of ours. */
+export function tokenHashOf(token: string): string | null {
+  return TOKEN_PATTERN.test(token) ? hashSecret(token) : null;
+}
+
+export async function recordTokenUse(db: Db, tokenId: string): Promise<void> {
+  await db.update(apiTokens).set({ lastUsedAt: sql`now()` }).where(eq(apiTokens.id, tokenId));
 }

@@ -1,0 +1,115 @@
+import pg from "pg";
+
+/** What hears a channel: its notifications, and whether it is heard at all. */
+export type ChannelListener = {
+  onNotification(payload: string): void;
+  /** Heard from now on; anything sent before may have been missed. */
+  onListening(): void;
+  /** Not heard until `onListening` again: whatever relies on the channel must not trust it. */
+  onDeaf(): void;
+};
+
+export type Unlisten = () => Promise<void>;
+
+const FIRST_RETRY_MS = 100;
+const LAST_RETRY_MS = 5_000;
+
+/**
+ * One dedicated connection per process for Postgres `LISTEN` (a pooled one would be handed to
+ * queries): every channel the process listens on shares it. When it drops, every listener is
+ * told it is deaf, and it reconnects with a growing delay until it is heard again.
+ */
+export class PostgresListener {
+  private readonly channels = new Map<string, Set<ChannelListener>>();
+  private client: pg.Client | undefined;
+  private connecting: Promise<void> | undefined;
+  private retryMs = FIRST_RETRY_MS;
+  private retry: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly connectionString: string,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  async listen(channel: string, listener: ChannelListener): Promise<Unlisten> {
+    const listeners = this.channels.get(channel) ?? new Set();
+    this.channels.set(channel, listeners);
+    listeners.add(listener);
+    listener.onDeaf();
+    await this.connecting;
+    if (this.client === undefined) {
+      // Opening the connection listens on every channel, this one included.
+      await this.connect();
+    } else {
+      await this.client.query(`LISTEN ${this.client.escapeIdentifier(channel)}`);
+      listener.onListening();
+    }
+    return async () => {
+      listeners.delete(listener);
+    };
+  }
+
+  private connect(): Promise<void> {
+    this.connecting ??= this.open().finally(() => {
+      this.connecting = undefined;
+    });
+    return this.connecting;
+  }
+
+  private async open(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.connectionString });
+    client.on("notification", (message) => {
+      for (const listener of this.channels.get(message.channel) ?? []) {
+        listener.onNotification(message.payload ?? "");
+      }
+    });
+    client.on("error", (error) => this.onError(error));
+    client.on("end", () => this.lost(client));
+    try {
+      await client.connect();
+      for (const channel of this.channels.keys()) {
+        await client.query(`LISTEN ${client.escapeIdentifier(channel)}`);
+      }
+    } catch (error) {
+      this.onError(error);
+      await client.end().catch(() => {});
+      this.scheduleRetry();
+      return;
+    }
+    if (this.closed) {
+      await client.end();
+      return;
+    }
+    this.client = client;
+    this.retryMs = FIRST_RETRY_MS;
+    for (const listener of this.allListeners()) listener.onListening();
+  }
+
+  private lost(client: pg.Client): void {
+    if (this.client !== client) return;
+    this.client = undefined;
+    for (const listener of this.allListeners()) listener.onDeaf();
+    this.scheduleRetry();
+  }
+
+  private scheduleRetry(): void {
+    if (this.closed) return;
+    this.retry = setTimeout(() => void this.connect(), this.retryMs);
+    this.retry.unref();
+    this.retryMs = Math.min(this.retryMs * 2, LAST_RETRY_MS);
+  }
+
+  private *allListeners(): Iterable<ChannelListener> {
+    for (const listeners of this.channels.values()) yield* listeners;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    await this.connecting;
+    const client = this.client;
+    this.client = undefined;
+    await client?.end();
+  }
+}
