@@ -1,0 +1,127 @@
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+export type Started = { child: ChildProcess; output: () => string; outputDir: string };
+
+/**
+ * A command started as a user would start it, in its own process group. Its output goes to a
+ * file, as a terminal or a log collector would take it, so that reading it costs the bench
+ * nothing while it measures (and never holds the service back).
+ */
+export function startProcess(command: string, args: string[], env: NodeJS.ProcessEnv): Started {
+  const outputDir = mkdtempSync(path.join(tmpdir(), "bench-output-"));
+  const log = path.join(outputDir, "output.log");
+  const fd = openSync(log, "w");
+  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", fd, fd] });
+  closeSync(fd);
+  return { child, outputDir, output: () => readFileSync(log, "utf8") };
+}
+
+/** Resolves once `url` answers 200; fails when the process exits first or after `timeoutMs`. */
+export async function waitForOk(url: string, started: Started, timeoutMs = 60_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (started.child.exitCode !== null) {
+      throw new Error(`process exited (${started.child.exitCode}):\n${started.output()}`);
+    }
+    const ok = await fetch(url).then(
+      (response) => response.ok,
+      () => false,
+    );
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`${url} not ready:\n${started.output()}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+/**
+ * Stops the whole process group (npm, and the node it started), waits for the leader, and
+ * removes the captured output.
+ */
+export async function stopProcess(started: Started): Promise<void> {
+  const { child } = started;
+  if (child.exitCode === null && child.pid !== undefined) {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    process.kill(-child.pid, "SIGTERM");
+    const timer = setTimeout(() => child.pid && process.kill(-child.pid, "SIGKILL"), 10_000);
+    await exited;
+    clearTimeout(timer);
+  }
+  rmSync(started.outputDir, { recursive: true, force: true });
+}
+
+function childrenOf(): Map<number, number[]> {
+  const children = new Map<number, number[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      // The command name may hold spaces; the parent pid is the second field after it.
+      const parent = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      children.set(parent, [...(children.get(parent) ?? []), Number(entry)]);
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return children;
+}
+
+function rssBytes(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const kib = /VmRSS:\s+(\d+)/.exec(status)?.[1];
+    return kib === undefined ? 0 : Number(kib) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** The resident memory of a process and all its descendants, in bytes. */
+function treeRss(pid: number): number {
+  const children = childrenOf();
+  let total = 0;
+  const stack = [pid];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    total += rssBytes(next);
+    stack.push(...(children.get(next) ?? []));
+  }
+  return total;
+}
+
+/** Samples a process tree's memory every 100 ms until stopped; returns the peak in MiB. */
+export function samplePeakRss(pid: number): () => number {
+  let peak = treeRss(pid);
+  const timer = setInterval(() => {
+    peak = Math.max(peak, treeRss(pid));
+  }, 100);
+  return () => {
+    clearInterval(timer);
+    return Math.max(peak, treeRss(pid)) / 1024 / 1024;
+  };
+}
+
+/** Runs the compiled `svc` CLI, as `npm run svc` does, and returns its stdout. */
+export async function svc(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [path.join(ROOT, "dist/src/cli/index.js"), ...args],
+    { cwd: ROOT, env, maxBuffer: 64 * 1024 * 1024 },
+  );
+  return stdout;
+}
