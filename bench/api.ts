@@ -10,10 +10,11 @@ import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import pg from "pg";
 import type { Round, RoundResult } from "./load.js";
 import {
+  createDatabase,
   freePort,
+  median,
   ROOT,
   type Started,
   samplePeakRss,
@@ -136,11 +137,6 @@ async function loadRound(round: Round): Promise<RoundResult> {
   return result;
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
-
 function medianOf(results: RoundResult[]): Measured {
   return {
     requestsPerSecond: median(results.map((result) => result.requestsPerSecond)),
@@ -162,23 +158,6 @@ async function checkSameBytes(endpoint: Endpoint, service: string, twin: string,
       `${endpoint.name}: the twin's bytes differ\nservice: ${fromService.slice(0, 300)}\ntwin:    ${fromTwin.slice(0, 300)}`,
     );
   }
-}
-
-async function createDatabase(adminUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `bench_${randomBytes(5).toString("hex")}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: adminUrl });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
-  await admin(`create database ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return { url: url.href, drop: () => admin(`drop database if exists ${name} with (force)`) };
 }
 
 export async function measureApi(

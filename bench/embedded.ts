@@ -11,6 +11,7 @@ import { promisify } from "node:util";
 import type { Round, RoundResult } from "./load.js";
 import {
   freePort,
+  median,
   ROOT,
   samplePeakRss,
   startProcess,
@@ -21,11 +22,6 @@ import {
 export type EmbeddedResults = { coldStartMs: number; restartMs: number; peakRssMiB: number };
 
 const STARTS = 3;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
 
 async function timedStart(dataDir: string, port: number) {
   const env: NodeJS.ProcessEnv = {

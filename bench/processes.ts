@@ -1,10 +1,12 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import pg from "pg";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -124,4 +126,29 @@ export async function svc(args: string[], env: NodeJS.ProcessEnv): Promise<strin
     { cwd: ROOT, env, maxBuffer: 64 * 1024 * 1024 },
   );
   return stdout;
+}
+
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? 0;
+}
+
+/** A database of the bench's own on the shared server, dropped when the bench is done. */
+export async function createDatabase(
+  adminUrl: string,
+): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `bench_${randomBytes(5).toString("hex")}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`create database ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { url: url.href, drop: () => admin(`drop database if exists ${name} with (force)`) };
 }

@@ -4,11 +4,15 @@
  * checks, and the embedded default's start and memory; prints each figure with its target as a
  * markdown table (bench/RESULTS.md keeps the committed ones) and exits 1 when a target is missed.
  * Needs the PostgreSQL and Redis the tests use (TEST_DATABASE_URL, TEST_REDIS_URL).
+ *
+ * `npm run bench -- pipeline` (or api, scaling, embedded, in any combination) runs only those
+ * parts.
  */
 import { execFileSync } from "node:child_process";
 import os from "node:os";
 import { measureApi } from "./api.js";
 import { measureEmbedded } from "./embedded.js";
+import { measurePipeline, type PipelineResults } from "./pipeline.js";
 import { ROOT } from "./processes.js";
 import { measureScaling } from "./scaling.js";
 
@@ -27,74 +31,157 @@ const check = (name: string, value: string, target: string, ok: boolean) =>
   checks.push({ name, value, target, ok });
 const fixed = (value: number, digits = 0) => value.toFixed(digits);
 
+const PARTS = ["api", "scaling", "embedded", "pipeline"] as const;
+const asked = process.argv.slice(2);
+const unknown = asked.filter((part) => !(PARTS as readonly string[]).includes(part));
+if (unknown.length > 0)
+  throw new Error(`unknown bench part ${unknown.join(", ")}: use ${PARTS.join(", ")}`);
+const runs = (part: (typeof PARTS)[number]) => asked.length === 0 || asked.includes(part);
+const settings = { databaseUrl: DATABASE_URL, redisUrl: REDIS_URL };
+
 log("building (npm run build), so npm start runs this checkout");
 execFileSync("npm", ["run", "--silent", "build"], { cwd: ROOT, stdio: "inherit" });
 
-log("api: production mode against the bare twin");
-const api = await measureApi({ databaseUrl: DATABASE_URL, redisUrl: REDIS_URL }, log);
-const apiRows = api.endpoints.map((endpoint) => {
-  const ratio = endpoint.service.requestsPerSecond / endpoint.twin.requestsPerSecond;
-  const minimum = endpoint.write ? 0.5 : 0.7;
+async function apiPart(): Promise<string[]> {
+  log("api: production mode against the bare twin");
+  const api = await measureApi(settings, log);
+  const apiRows = api.endpoints.map((endpoint) => {
+    const ratio = endpoint.service.requestsPerSecond / endpoint.twin.requestsPerSecond;
+    const minimum = endpoint.write ? 0.5 : 0.7;
+    check(
+      `${endpoint.name}: req/s ratio to the twin`,
+      fixed(ratio, 2),
+      `>= ${minimum}`,
+      ratio >= minimum,
+    );
+    if (!endpoint.write) {
+      const p99 = endpoint.service.p99 / endpoint.twin.p99;
+      check(`${endpoint.name}: p99 over the twin's`, fixed(p99, 2), "<= 2", p99 <= 2);
+    }
+    return `| \`${endpoint.name}\` | ${fixed(endpoint.service.requestsPerSecond)} | ${fixed(endpoint.twin.requestsPerSecond)} | ${fixed(ratio, 2)} | ${endpoint.service.p50} | ${endpoint.twin.p50} | ${endpoint.service.p99} | ${endpoint.twin.p99} | ${fixed(endpoint.peakRssMiB)} |`;
+  });
   check(
-    `${endpoint.name}: req/s ratio to the twin`,
-    fixed(ratio, 2),
-    `>= ${minimum}`,
-    ratio >= minimum,
+    "peak RSS of the npm start tree under load, production",
+    `${fixed(api.peakRssMiB)} MiB`,
+    "< 250 MiB",
+    api.peakRssMiB < 250,
   );
-  if (!endpoint.write) {
-    const p99 = endpoint.service.p99 / endpoint.twin.p99;
-    check(`${endpoint.name}: p99 over the twin's`, fixed(p99, 2), "<= 2", p99 <= 2);
-  }
-  return `| \`${endpoint.name}\` | ${fixed(endpoint.service.requestsPerSecond)} | ${fixed(endpoint.twin.requestsPerSecond)} | ${fixed(ratio, 2)} | ${endpoint.service.p50} | ${endpoint.twin.p50} | ${endpoint.service.p99} | ${endpoint.twin.p99} | ${fixed(endpoint.peakRssMiB)} |`;
-});
-check(
-  "peak RSS of the npm start tree under load, production",
-  `${fixed(api.peakRssMiB)} MiB`,
-  "< 250 MiB",
-  api.peakRssMiB < 250,
-);
+  return apiRows;
+}
 
-log("scaling checks, in process");
-for (const target of await measureScaling()) {
-  const unit = target.unit === "x" ? "x" : ` ${target.unit}`;
+async function scalingPart() {
+  log("scaling checks, in process");
+  for (const target of await measureScaling()) {
+    const unit = target.unit === "x" ? "x" : ` ${target.unit}`;
+    check(
+      target.name,
+      `${fixed(target.measured, 2)}${unit}`,
+      `<= ${target.limit}${unit}`,
+      target.measured <= target.limit,
+    );
+  }
+}
+
+async function embeddedPart() {
+  log("embedded: cold start, restart and memory");
+  const embedded = await measureEmbedded(log);
   check(
-    target.name,
-    `${fixed(target.measured, 2)}${unit}`,
-    `<= ${target.limit}${unit}`,
-    target.measured <= target.limit,
+    "embedded cold start (fresh DATA_DIR to the first /healthz 200)",
+    `${fixed(embedded.coldStartMs)} ms`,
+    "< 3000 ms",
+    embedded.coldStartMs < 3000,
+  );
+  check(
+    "embedded restart",
+    `${fixed(embedded.restartMs)} ms`,
+    "< 2000 ms",
+    embedded.restartMs < 2000,
+  );
+  check(
+    "peak RSS of the npm start tree under load, embedded",
+    `${fixed(embedded.peakRssMiB)} MiB`,
+    "< 400 MiB",
+    embedded.peakRssMiB < 400,
   );
 }
 
-log("embedded: cold start, restart and memory");
-const embedded = await measureEmbedded(log);
-check(
-  "embedded cold start (fresh DATA_DIR to the first /healthz 200)",
-  `${fixed(embedded.coldStartMs)} ms`,
-  "< 3000 ms",
-  embedded.coldStartMs < 3000,
-);
-check(
-  "embedded restart",
-  `${fixed(embedded.restartMs)} ms`,
-  "< 2000 ms",
-  embedded.restartMs < 2000,
-);
-check(
-  "peak RSS of the npm start tree under load, embedded",
-  `${fixed(embedded.peakRssMiB)} MiB`,
-  "< 400 MiB",
-  embedded.peakRssMiB < 400,
-);
+/** Commit → arrival and throughput of the webhook pipeline (issue 12's targets). */
+async function pipelinePart(): Promise<PipelineResults> {
+  log("pipeline: webhooks on a local receiver");
+  const pipeline = await measurePipeline(settings, log);
+  const latency = (mode: string, measured: PipelineResults["steady"]) => {
+    check(
+      `${mode}: commit → arrival p50`,
+      `${fixed(measured.p50, 1)} ms`,
+      "< 25 ms",
+      measured.p50 < 25,
+    );
+    check(
+      `${mode}: commit → arrival p95`,
+      `${fixed(measured.p95, 1)} ms`,
+      "< 80 ms",
+      measured.p95 < 80,
+    );
+    check(
+      `${mode}: commit → arrival p99`,
+      `${fixed(measured.p99, 1)} ms`,
+      "< 150 ms",
+      measured.p99 < 150,
+    );
+  };
+  const nothingLost = (
+    phase: string,
+    counts: { expected: number; lost: number; sentTwice: number },
+  ) => {
+    check(
+      `${phase}: deliveries lost of ${counts.expected}`,
+      String(counts.lost),
+      "0",
+      counts.lost === 0,
+    );
+    check(`${phase}: deliveries sent twice`, String(counts.sentTwice), "0", counts.sentTwice === 0);
+  };
+  latency(`pipeline, ${STEADY_LABEL}`, pipeline.steady);
+  nothingLost(`pipeline, ${STEADY_LABEL}`, pipeline.steady);
+  check(
+    "pipeline, burst of 300 writes × 10 webhooks: deliveries/s",
+    fixed(pipeline.burst.deliveriesPerSecond),
+    ">= 1500",
+    pipeline.burst.deliveriesPerSecond >= 1500,
+  );
+  nothingLost("pipeline, burst", pipeline.burst);
+  check(
+    "pipeline, daily pass re-sending 10,000 failed deliveries",
+    `${fixed(pipeline.retryPass.seconds, 1)} s`,
+    "< 30 s",
+    pipeline.retryPass.seconds < 30,
+  );
+  nothingLost("pipeline, daily pass", pipeline.retryPass);
+  latency("pipeline, embedded, 20 writes/s", pipeline.embedded);
+  nothingLost("pipeline, embedded", pipeline.embedded);
+  return pipeline;
+}
+
+const STEADY_LABEL = "production, 50 writes/s";
+const apiRows = runs("api") ? await apiPart() : [];
+if (runs("scaling")) await scalingPart();
+if (runs("embedded")) await embeddedPart();
+const pipeline = runs("pipeline") ? await pipelinePart() : undefined;
 
 const cpu = os.cpus()[0]?.model ?? "unknown CPU";
 console.log(
   `\nMachine: ${os.cpus().length} × ${cpu}, ${fixed(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}, ${os.platform()} ${os.release()}\n`,
 );
-console.log(
-  "| endpoint | service req/s | twin req/s | ratio | service p50 ms | twin p50 ms | service p99 ms | twin p99 ms | peak RSS MiB |",
-);
-console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
-for (const row of apiRows) console.log(row);
+if (apiRows.length > 0) {
+  console.log(
+    "| endpoint | service req/s | twin req/s | ratio | service p50 ms | twin p50 ms | service p99 ms | twin p99 ms | peak RSS MiB |",
+  );
+  console.log("| --- | --- | --- | --- | --- | --- | --- | --- | --- |");
+  for (const row of apiRows) console.log(row);
+}
+if (pipeline !== undefined) {
+  console.log(`\nPipeline with WORKER_CONCURRENCY=${pipeline.workerConcurrency}.`);
+}
 console.log("\n| check | measured | target | |\n| --- | --- | --- | --- |");
 for (const c of checks)
   console.log(`| ${c.name} | ${c.value} | ${c.target} | ${c.ok ? "ok" : "MISSED"} |`);

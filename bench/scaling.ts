@@ -5,13 +5,9 @@
  */
 import { createTestApp, type TestApp } from "../test/support/app.js";
 import { importFixture, mintToken, workspaceDocument } from "../test/support/fixtures.js";
+import { median } from "./processes.js";
 
 const ROUNDS = 40;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-}
 
 async function timeRequests(
   t: TestApp,
