@@ -27,7 +27,7 @@ const envSchema = z.object({
     .string()
     .regex(/^[A-Za-z0-9_-]+$/, "letters, digits, - and _ only")
     .default("svc"),
-  WORKER_CONCURRENCY: positiveInt.default(5),
+  WORKER_CONCURRENCY: positiveInt.default(50),
   WORKER_LOCK_SECONDS: z.coerce.number().int().min(11).default(30),
   WEBHOOK_RETRY_CRON: z
     .string()

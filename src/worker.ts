@@ -19,7 +19,7 @@ export async function startWorker(
     concurrency: runtime.config.workerConcurrency,
   });
   await runtime.queue.schedule("runRetryPass", runtime.config.webhooks.retryCron, {});
-  const stopLoops = startWebhookLoops(webhookRuntime);
+  const stopLoops = await startWebhookLoops(webhookRuntime, runtime.database);
   runtime.logger.info("worker started");
   return stopLoops;
 }

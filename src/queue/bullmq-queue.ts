@@ -36,18 +36,26 @@ export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions)
   );
   const queue = new Queue(queueName, { connection: producerConnection, prefix });
   let worker: Worker | undefined;
+  const jobOptions = (enqueueOptions: EnqueueOptions = {}) => ({
+    jobId: enqueueOptions.jobId,
+    delay: enqueueOptions.delayMs,
+    attempts: DEFAULT_JOB_ATTEMPTS,
+    backoff: { type: "exponential", delay: DEFAULT_BACKOFF_MS },
+    // Keep evidence of failures; Postgres holds the durable record anyway.
+    removeOnComplete: { count: 1000 },
+    removeOnFail: { count: 5000 },
+  });
 
   return {
-    async enqueue(name, payload, enqueueOptions: EnqueueOptions = {}) {
-      await queue.add(name, payload, {
-        jobId: enqueueOptions.jobId,
-        delay: enqueueOptions.delayMs,
-        attempts: DEFAULT_JOB_ATTEMPTS,
-        backoff: { type: "exponential", delay: DEFAULT_BACKOFF_MS },
-        // Keep evidence of failures; Postgres holds the durable record anyway.
-        removeOnComplete: { count: 1000 },
-        removeOnFail: { count: 5000 },
-      });
+    async enqueue(name, payload, enqueueOptions) {
+      await queue.add(name, payload, jobOptions(enqueueOptions));
+    },
+
+    async enqueueMany(name, jobs) {
+      if (jobs.length === 0) return;
+      await queue.addBulk(
+        jobs.map((job) => ({ name, data: job.payload, opts: jobOptions(job.options) })),
+      );
     },
 
     async startWorker(handlers: JobHandlers<J>, workerOptions = {}) {

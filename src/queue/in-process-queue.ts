@@ -77,14 +77,22 @@ export function createInProcessQueue<J extends JobMap>(logger: Logger): JobQueue
     }
   }
 
+  const enqueue = (name: string, payload: PendingJob["payload"], options: EnqueueOptions = {}) => {
+    if (closed) throw new Error("queue is closed");
+    if (options.jobId !== undefined) {
+      if (queuedIds.has(options.jobId)) return;
+      queuedIds.add(options.jobId);
+    }
+    push({ name, payload, jobId: options.jobId, attempt: 1 }, options.delayMs ?? 0);
+  };
+
   return {
-    async enqueue(name, payload, options: EnqueueOptions = {}) {
-      if (closed) throw new Error("queue is closed");
-      if (options.jobId !== undefined) {
-        if (queuedIds.has(options.jobId)) return;
-        queuedIds.add(options.jobId);
-      }
-      push({ name, payload, jobId: options.jobId, attempt: 1 }, options.delayMs ?? 0);
+    async enqueue(name, payload, options) {
+      enqueue(name, payload, options);
+    },
+
+    async enqueueMany(name, jobs) {
+      for (const job of jobs) enqueue(name, job.payload, job.options);
     },
 
     async startWorker(jobHandlers, options = {}) {

@@ -21,6 +21,11 @@ export interface JobQueue<J extends JobMap> {
     payload: J[K],
     options?: EnqueueOptions,
   ): Promise<void>;
+  /** Queues many jobs of one kind in one round trip (BullMQ `addBulk`). */
+  enqueueMany<K extends keyof J & string>(
+    name: K,
+    jobs: { payload: J[K]; options?: EnqueueOptions }[],
+  ): Promise<void>;
   /** Starts consuming jobs with the given handlers; failed jobs are retried by the adapter. */
   startWorker(handlers: JobHandlers<J>, options?: { concurrency?: number }): Promise<void>;
   /** Runs `name` on a cron pattern (one scheduler per name, replaced on restart). */

@@ -1,4 +1,4 @@
-import { and, eq, sql } from "drizzle-orm";
+import { eq, inArray } from "drizzle-orm";
 import type { Logger } from "pino";
 
 /** What the webhook code logs with: a pino logger or a request's child of it. */
@@ -6,8 +6,10 @@ export type WebhookLog = Pick<Logger, "info" | "warn" | "error">;
 
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
-import { changeEvents, webhookAttempts, webhookDeliveries, webhooks } from "../db/schema/index.js";
+import { changeEvents, webhookDeliveries, webhooks } from "../db/schema/index.js";
 import type { DeliveryTrigger } from "../queue/jobs.js";
+import { recordAttempt } from "./attempt-log.js";
+import { grouped, groupFor } from "./grouped.js";
 import { type DeliveryOutcome, postWebhook } from "./http-client.js";
 import { USER_AGENT, webhookPayload } from "./payload.js";
 import { decryptSecret } from "./secret-box.js";
@@ -21,8 +23,13 @@ const RETRY_JITTER = 0.2;
 
 type Loaded = NonNullable<Awaited<ReturnType<typeof loadDelivery>>>;
 
-async function loadDelivery(db: Db, deliveryId: string) {
-  const [row] = await db
+/**
+ * The attempts' one query: each delivery, its event, and its webhook's state as it is now, so
+ * that disabling a webhook or rotating its secret takes effect on the very next attempt,
+ * whichever process made the change. Attempts that start together share the query.
+ */
+async function loadDeliveries(db: Db, deliveryIds: string[]) {
+  const rows = await db
     .select({
       delivery: webhookDeliveries,
       event: changeEvents,
@@ -35,8 +42,18 @@ async function loadDelivery(db: Db, deliveryId: string) {
     .from(webhookDeliveries)
     .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
     .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
-    .where(eq(webhookDeliveries.id, deliveryId));
-  return row;
+    .where(inArray(webhookDeliveries.id, deliveryIds));
+  const byId = new Map(rows.map((row) => [row.delivery.id, row]));
+  return deliveryIds.map((id) => byId.get(id));
+}
+
+function loadDelivery(db: Db, deliveryId: string) {
+  return groupFor(db, "load", () =>
+    grouped(
+      (ids: string[]) => loadDeliveries(db, ids),
+      (id) => id,
+    ),
+  )(deliveryId);
 }
 
 function shouldAttempt({ delivery, event, webhook }: Loaded, trigger: DeliveryTrigger): boolean {
@@ -50,6 +67,30 @@ function shouldAttempt({ delivery, event, webhook }: Loaded, trigger: DeliveryTr
   return (delivery.status === "pending" || delivery.status === "failed") && due;
 }
 
+const SECRET_CACHE_MS = 5 * 60_000;
+const SECRET_CACHE_ENTRIES = 10_000;
+const signingSecrets = new Map<string, { secret: string; secretKey: string; until: number }>();
+
+/**
+ * The signing secret of a webhook, decrypted at most once every few minutes. It is keyed by the
+ * ciphertext read with the delivery, so a rotated secret (a new ciphertext) is used at once.
+ */
+function signingSecret(secretKey: string, ciphertext: string): string {
+  const now = Date.now();
+  const cached = signingSecrets.get(ciphertext);
+  if (cached !== undefined && cached.secretKey === secretKey && cached.until > now) {
+    return cached.secret;
+  }
+  const secret = decryptSecret(secretKey, ciphertext);
+  signingSecrets.delete(ciphertext);
+  if (signingSecrets.size >= SECRET_CACHE_ENTRIES) {
+    const oldest = signingSecrets.keys().next().value;
+    if (oldest !== undefined) signingSecrets.delete(oldest);
+  }
+  signingSecrets.set(ciphertext, { secret, secretKey, until: now + SECRET_CACHE_MS });
+  return secret;
+}
+
 /** Signs the exact bytes sent, with a timestamp taken for this attempt. */
 async function send(
   deps: DeliveryDeps,
@@ -57,7 +98,7 @@ async function send(
 ): Promise<DeliveryOutcome> {
   const body = Buffer.from(JSON.stringify(webhookPayload(event)));
   const timestamp = Math.floor(Date.now() / 1000);
-  const secret = decryptSecret(deps.config.secretKey, webhook.secretCiphertext);
+  const secret = signingSecret(deps.config.secretKey, webhook.secretCiphertext);
   return postWebhook(
     {
       url: webhook.url,
@@ -100,63 +141,6 @@ function nextStateAfterFailure(
   return { status: exhausted ? "exhausted" : "failed", nextAttemptAt: null };
 }
 
-async function recordAttempt(
-  deps: DeliveryDeps,
-  loaded: Loaded,
-  outcome: DeliveryOutcome,
-  next: NextState,
-  attemptedAt: Date,
-): Promise<void> {
-  const { delivery } = loaded;
-  const disableBefore = new Date(
-    attemptedAt.getTime() - deps.config.webhooks.autoDisableDays * 86_400_000,
-  );
-  await deps.db.transaction(async (tx) => {
-    await tx.insert(webhookAttempts).values({
-      deliveryId: delivery.id,
-      attemptedAt,
-      durationMs: outcome.durationMs,
-      statusCode: outcome.statusCode,
-      error: outcome.error,
-      responseSnippet: outcome.responseSnippet,
-    });
-    await tx
-      .update(webhookDeliveries)
-      .set({
-        status: next.status,
-        attempts: sql`${webhookDeliveries.attempts} + 1`,
-        lastAttemptAt: attemptedAt,
-        nextAttemptAt: next.nextAttemptAt,
-        ...(outcome.ok ? { deliveredAt: attemptedAt } : {}),
-      })
-      .where(eq(webhookDeliveries.id, delivery.id));
-    if (outcome.ok) {
-      await tx
-        .update(webhooks)
-        .set({ failingSince: null })
-        .where(eq(webhooks.id, delivery.webhookId));
-      return;
-    }
-    await tx
-      .update(webhooks)
-      .set({ failingSince: sql`coalesce(${webhooks.failingSince}, ${attemptedAt})` })
-      .where(eq(webhooks.id, delivery.webhookId));
-    await tx
-      .update(webhooks)
-      .set({
-        enabled: false,
-        disabledReason: `disabled automatically: every delivery failed for ${deps.config.webhooks.autoDisableDays} days`,
-      })
-      .where(
-        and(
-          eq(webhooks.id, delivery.webhookId),
-          eq(webhooks.enabled, true),
-          sql`${webhooks.failingSince} <= ${disableBefore}`,
-        ),
-      );
-  });
-}
-
 export type AttemptReport = {
   deliveryId: string;
   outcome: DeliveryOutcome;
@@ -183,7 +167,18 @@ export async function attemptDelivery(
   const next: NextState = outcome.ok
     ? { status: "delivered", nextAttemptAt: null }
     : nextStateAfterFailure(deps.config, loaded, trigger);
-  await recordAttempt(deps, loaded, outcome, next, attemptedAt);
+  await recordAttempt(deps.db, deps.config.webhooks.autoDisableDays, {
+    deliveryId,
+    webhookId: loaded.delivery.webhookId,
+    attemptedAt,
+    durationMs: outcome.durationMs,
+    statusCode: outcome.statusCode,
+    error: outcome.error,
+    responseSnippet: outcome.responseSnippet,
+    ok: outcome.ok,
+    status: next.status,
+    nextAttemptAt: next.nextAttemptAt,
+  });
   deps.logger.info(
     {
       deliveryId,

@@ -105,10 +105,11 @@ function buildPublicOnlyConnector(): buildConnector.connector {
   };
 }
 
-// One agent per mode for the life of the process, so connections to a receiver are reused.
-// Per-origin connections are capped so one slow receiver cannot take every socket.
+// One agent per mode for the life of the process: a pool of keep-alive connections per origin,
+// so a receiver's connections are reused (the connector checks each new one). Connections per
+// origin are not capped here: the worker's concurrency bounds the requests in flight, and a cap
+// below it would only queue deliveries inside the agent, where the 10 s limit is already running.
 const AGENT_OPTIONS = {
-  connections: 10,
   keepAliveTimeout: 10_000,
   keepAliveMaxTimeout: 60_000,
 } as const;

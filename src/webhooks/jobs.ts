@@ -13,26 +13,39 @@ export type WebhookRuntime = {
   queue: JobQueue<WorkspaceJobs>;
 };
 
+type QueuedAttempt = { deliveryId: string; jobKey: string; delayMs?: number };
+
 /**
- * Queues an attempt. The job id is derived from the delivery's state so a duplicate request for
- * the same attempt is dropped by the queue (BullMQ ids may not contain ':').
+ * Queues attempts of one trigger in one round trip. The job id is derived from the delivery's
+ * state so a duplicate request for the same attempt is dropped by the queue (BullMQ ids may not
+ * contain ':').
  */
-export async function enqueueAttempt(
+export async function enqueueAttempts(
+  queue: JobQueue<WorkspaceJobs>,
+  trigger: DeliveryTrigger,
+  attempts: QueuedAttempt[],
+): Promise<void> {
+  await queue.enqueueMany(
+    "deliverWebhook",
+    attempts.map(({ deliveryId, jobKey, delayMs }) => ({
+      payload: { deliveryId, trigger },
+      options: { jobId: `delivery-${deliveryId}-${jobKey}`, delayMs },
+    })),
+  );
+}
+
+export function enqueueAttempt(
   queue: JobQueue<WorkspaceJobs>,
   deliveryId: string,
   trigger: DeliveryTrigger,
   options: { jobKey: string; delayMs?: number },
 ): Promise<void> {
-  await queue.enqueue(
-    "deliverWebhook",
-    { deliveryId, trigger },
-    { jobId: `delivery-${deliveryId}-${options.jobKey}`, delayMs: options.delayMs },
-  );
+  return enqueueAttempts(queue, trigger, [{ deliveryId, ...options }]);
 }
 
 /**
  * Runs the daily pass (or, with an organisation, an admin's "retry failed deliveries now"):
- * claims in Postgres, then one job per delivery.
+ * claims in Postgres a batch at a time, and queues each batch's jobs in one round trip.
  */
 export async function queueRetryPass(
   runtime: WebhookRuntime,
@@ -41,7 +54,12 @@ export async function queueRetryPass(
   const queued = await runRetryPass(
     runtime.db,
     runtime.config.webhooks.retryPasses,
-    ({ id, passes }) => enqueueAttempt(runtime.queue, id, "pass", { jobKey: `p${passes}` }),
+    (batch) =>
+      enqueueAttempts(
+        runtime.queue,
+        "pass",
+        batch.map(({ id, passes }) => ({ deliveryId: id, jobKey: `p${passes}` })),
+      ),
     { organizationId },
   );
   runtime.logger.info({ deliveries: queued }, "webhook retry pass queued");

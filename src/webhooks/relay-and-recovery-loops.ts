@@ -1,17 +1,23 @@
-import { enqueueAttempt, type WebhookRuntime } from "./jobs.js";
+import type { Database } from "../db/client.js";
+import { enqueueAttempts, type WebhookRuntime } from "./jobs.js";
 import { fanOutChangeEvents } from "./relay.js";
 import { overdueDeliveries } from "./retry-pass.js";
 
 const RECOVERY_INTERVAL_MS = 60_000;
+
+/** The channel the migrations' trigger notifies when change events commit. */
+const CHANGE_EVENTS_RECORDED = "change_events_recorded";
 
 /** Fans out every pending event, then queues the first attempt of each new delivery. */
 async function relayOnce(runtime: WebhookRuntime): Promise<number> {
   let fannedOut = 0;
   for (;;) {
     const { events, deliveryIds } = await fanOutChangeEvents(runtime.db);
-    for (const deliveryId of deliveryIds) {
-      await enqueueAttempt(runtime.queue, deliveryId, "scheduled", { jobKey: "a0" });
-    }
+    await enqueueAttempts(
+      runtime.queue,
+      "scheduled",
+      deliveryIds.map((deliveryId) => ({ deliveryId, jobKey: "a0" })),
+    );
     fannedOut += events;
     if (events === 0) return fannedOut;
   }
@@ -21,49 +27,86 @@ async function relayOnce(runtime: WebhookRuntime): Promise<number> {
 async function recoverOverdueDeliveries(runtime: WebhookRuntime): Promise<number> {
   const overdue = await overdueDeliveries(runtime.db);
   const minute = Math.floor(Date.now() / 60_000);
-  for (const { id, attempts } of overdue) {
-    await enqueueAttempt(runtime.queue, id, "scheduled", { jobKey: `a${attempts}-r${minute}` });
-  }
+  await enqueueAttempts(
+    runtime.queue,
+    "scheduled",
+    overdue.map(({ id, attempts }) => ({ deliveryId: id, jobKey: `a${attempts}-r${minute}` })),
+  );
   return overdue.length;
 }
 
-function every(intervalMs: number, task: () => Promise<unknown>, onError: (err: unknown) => void) {
+type Loop = { wake(): void; stop(): Promise<void> };
+
+/**
+ * Runs `task` every `intervalMs`, and at once when woken. A wake while the task runs makes it
+ * run again right after, so nothing committed during a run waits for the next interval.
+ */
+function every(
+  intervalMs: number,
+  task: () => Promise<unknown>,
+  onError: (err: unknown) => void,
+): Loop {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<unknown> = Promise.resolve();
+  let running: Promise<unknown> | undefined;
+  let wokenWhileRunning = false;
   const tick = () => {
+    clearTimeout(timer);
+    wokenWhileRunning = false;
     running = task()
       .catch(onError)
       .finally(() => {
-        if (!stopped) timer = setTimeout(tick, intervalMs);
+        running = undefined;
+        if (stopped) return;
+        if (wokenWhileRunning) tick();
+        else timer = setTimeout(tick, intervalMs);
       });
   };
   tick();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await running;
+  return {
+    wake() {
+      if (stopped) return;
+      if (running === undefined) tick();
+      else wokenWhileRunning = true;
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
   };
 }
 
 /**
- * The worker's loops: the relay (every WEBHOOK_RELAY_INTERVAL_MS) and the recovery of lost
- * jobs (every minute). Several workers may run them at once.
+ * The worker's loops: the relay, woken by each commit of change events (Postgres NOTIFY, which
+ * PGlite delivers in the embedded mode too) and polling every WEBHOOK_RELAY_INTERVAL_MS as the
+ * safety net for a notification nobody heard; and the recovery of lost jobs, every minute.
+ * Several workers may run them at once.
  */
-export function startWebhookLoops(runtime: WebhookRuntime): () => Promise<void> {
+export async function startWebhookLoops(
+  runtime: WebhookRuntime,
+  database: Pick<Database, "listen">,
+): Promise<() => Promise<void>> {
   const log = (task: string) => (err: unknown) =>
     runtime.logger.error({ err, task }, "webhook loop failed");
-  const stopRelay = every(
+  const relay = every(
     runtime.config.webhooks.relayIntervalMs,
     () => relayOnce(runtime),
     log("relay"),
   );
-  const stopRecovery = every(
+  const recovery = every(
     RECOVERY_INTERVAL_MS,
     () => recoverOverdueDeliveries(runtime),
     log("recovery"),
   );
+  // Heard again after a gap: whatever committed meanwhile is fanned out now, not at the poll.
+  const unlisten = await database.listen(CHANGE_EVENTS_RECORDED, {
+    onNotification: () => relay.wake(),
+    onListening: () => relay.wake(),
+    onDeaf: () => {},
+  });
   return async () => {
-    await Promise.all([stopRelay(), stopRecovery()]);
+    await unlisten();
+    await Promise.all([relay.stop(), recovery.stop()]);
   };
 }

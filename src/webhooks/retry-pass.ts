@@ -1,47 +1,66 @@
 import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../db/client.js";
 
+export type ClaimedRetry = { id: string; passes: number };
+
+// Bounds what a pass holds in memory, however many deliveries failed.
+const PASS_BATCH_SIZE = 500;
+
 /**
- * The daily pass (spec: "retried on the daily pass"), read from Postgres, never from the
- * queue: every delivery whose last attempt failed and that has passes left, including those
- * still waiting for a quick retry (the pass takes them over). Claiming spends one pass.
+ * One batch of the daily pass (spec: "retried on the daily pass"), read from Postgres, never
+ * from the queue: deliveries whose last attempt failed and that have passes left, including
+ * those still waiting for a quick retry (the pass takes them over), after `after` in id order.
+ * Claiming spends one pass and makes the delivery due now, so that if its job is lost the
+ * recovery loop finds it again.
  */
-async function claimRetryPass(
+async function claimRetryBatch(
   db: Db,
   retryPasses: number,
+  after: string | null,
   organizationId?: string,
-): Promise<{ id: string; passes: number }[]> {
+): Promise<ClaimedRetry[]> {
   const ofOrganization =
     organizationId === undefined ? sql`` : sql`and w.organization_id = ${organizationId}`;
+  const afterId = after === null ? sql`` : sql`and f.id > ${after}`;
   const claimed = await db.execute(sql`
     update webhook_deliveries d
-    set passes = d.passes + 1, next_attempt_at = null
-    from webhooks w
-    where w.id = d.webhook_id and w.enabled and d.status = 'failed' and d.passes < ${retryPasses}
-      ${ofOrganization}
+    set passes = d.passes + 1, next_attempt_at = now()
+    from (
+      select f.id from webhook_deliveries f
+      join webhooks w on w.id = f.webhook_id
+      where w.enabled and f.status = 'failed' and f.passes < ${retryPasses}
+        ${afterId} ${ofOrganization}
+      order by f.id
+      limit ${PASS_BATCH_SIZE}
+      for update of f
+    ) batch
+    where d.id = batch.id
     returning d.id, d.passes`);
-  return rowsOf<{ id: string; passes: number }>(claimed);
+  return rowsOf<ClaimedRetry>(claimed).sort((a, b) => (a.id < b.id ? -1 : 1));
 }
-
-export type ClaimedRetry = { id: string; passes: number };
 
 /**
  * The daily pass, wherever it is started (the worker's cron, the admin area's button,
- * `svc webhook retry-failed`): claims in Postgres, then hands each claimed delivery to `retry`,
- * `concurrency` at a time. Returns how many were claimed.
+ * `svc webhook retry-failed`): claims in Postgres a batch at a time, in id order so no delivery
+ * is claimed twice in one pass, and hands each batch to `retry` before claiming the next.
+ * Returns how many were claimed.
  */
 export async function runRetryPass(
   db: Db,
   retryPasses: number,
-  retry: (delivery: ClaimedRetry) => Promise<void>,
-  options: { organizationId?: string; concurrency?: number } = {},
+  retry: (batch: ClaimedRetry[]) => Promise<void>,
+  options: { organizationId?: string } = {},
 ): Promise<number> {
-  const claimed = await claimRetryPass(db, retryPasses, options.organizationId);
-  const concurrency = options.concurrency ?? 1;
-  for (let start = 0; start < claimed.length; start += concurrency) {
-    await Promise.all(claimed.slice(start, start + concurrency).map(retry));
+  let claimed = 0;
+  let after: string | null = null;
+  for (;;) {
+    const batch = await claimRetryBatch(db, retryPasses, after, options.organizationId);
+    const last = batch.at(-1);
+    if (last === undefined) return claimed;
+    await retry(batch);
+    claimed += batch.length;
+    after = last.id;
   }
-  return claimed.length;
 }
 
 // A delivery whose job was lost (a process died between commit and enqueue, or Redis lost it)

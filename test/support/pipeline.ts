@@ -17,16 +17,17 @@ export type Pipeline = TestApp & { queue: JobQueue<WorkspaceJobs>; queuePrefix: 
  */
 export async function startPipeline(
   env: Record<string, string> = {},
-  options: { inProcessQueue?: boolean } = {},
+  options: { inProcessQueue?: boolean; redisUrl?: string } = {},
 ): Promise<Pipeline> {
+  const redisUrl = options.redisUrl ?? TEST_REDIS_URL;
   const queuePrefix = `test-${randomBytes(6).toString("hex")}`;
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
   const queue = options.inProcessQueue
     ? createInProcessQueue<WorkspaceJobs>(logger)
-    : createBullmqQueue<WorkspaceJobs>({ redisUrl: TEST_REDIS_URL, prefix: queuePrefix, logger });
+    : createBullmqQueue<WorkspaceJobs>({ redisUrl, prefix: queuePrefix, logger });
   const t = await createTestApp(
     {
-      REDIS_URL: TEST_REDIS_URL,
+      REDIS_URL: redisUrl,
       QUEUE_PREFIX: queuePrefix,
       WEBHOOK_RELAY_INTERVAL_MS: "100",
       WEBHOOK_QUICK_RETRIES: "",

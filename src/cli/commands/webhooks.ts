@@ -13,7 +13,7 @@ import {
 import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
 import { CliError, UsageError } from "../cli-error.js";
 import { requireOrganizationId, withDatabase } from "../context.js";
-import { printJson, printLine } from "../output.js";
+import { jsonArrayPrinter, printJson, printLine } from "../output.js";
 
 function deliveryDeps(db: Db, config: Config): DeliveryDeps {
   return { db, config, logger: createLogger(config.logLevel, 2) };
@@ -120,33 +120,47 @@ async function redeliver(args: string[]): Promise<void> {
   printLine(describeAttempt(report));
 }
 
-const PASS_CONCURRENCY = 5;
+/** Runs `send` over `items` with at most `concurrency` in flight. */
+async function sendAll<T>(
+  items: T[],
+  concurrency: number,
+  send: (item: T) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const lane = async () => {
+    for (let item = items[next++]; item !== undefined; item = items[next++]) await send(item);
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane));
+}
 
-/** The daily pass, now: claims in Postgres, then attempts each delivery, a few at a time. */
+/**
+ * The daily pass, now: claims in Postgres a batch at a time, then attempts each delivery with
+ * the worker's concurrency, printing each outcome as it comes.
+ */
 async function retryFailed(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { json: { type: "boolean" } });
-  const reports = await withDatabase(async (db, config) => {
+  const json = values.json ? jsonArrayPrinter() : undefined;
+  let retried = 0;
+  await withDatabase(async (db, config) => {
     const deps = deliveryDeps(db, config);
-    const done: AttemptReport[] = [];
-    const retry = async ({ id }: ClaimedRetry) => {
+    const retryOne = async ({ id }: ClaimedRetry) => {
       const report = await attemptDelivery(deps, id, "pass");
-      if (report !== null) done.push(report);
-    };
-    await runRetryPass(db, config.webhooks.retryPasses, retry, { concurrency: PASS_CONCURRENCY });
-    return done;
-  });
-  if (values.json) {
-    return printJson(
-      reports.map((report) => ({
+      if (report === null) return;
+      retried++;
+      if (json === undefined) return printLine(`  ${describeAttempt(report)}`);
+      json.item({
         id: report.deliveryId,
         status: report.status,
         statusCode: report.outcome.statusCode,
         error: report.outcome.error,
-      })),
+      });
+    };
+    await runRetryPass(db, config.webhooks.retryPasses, (batch) =>
+      sendAll(batch, config.workerConcurrency, retryOne),
     );
-  }
-  printLine(`Retried ${reports.length} deliveries.`);
-  for (const report of reports) printLine(`  ${describeAttempt(report)}`);
+  });
+  if (json !== undefined) return json.end();
+  printLine(`Retried ${retried} deliveries.`);
 }
 
 export async function webhookCommand(args: string[]): Promise<void> {

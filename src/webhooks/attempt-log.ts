@@ -1,0 +1,85 @@
+import { sql } from "drizzle-orm";
+import type { Db } from "../db/client.js";
+import { grouped, groupFor } from "./grouped.js";
+
+/** One attempt's outcome and the delivery state it leads to. */
+export type AttemptRecord = {
+  deliveryId: string;
+  webhookId: string;
+  attemptedAt: Date;
+  durationMs: number;
+  statusCode: number | null;
+  error: string | null;
+  responseSnippet: string | null;
+  ok: boolean;
+  status: "delivered" | "failed" | "exhausted";
+  nextAttemptAt: Date | null;
+};
+
+/**
+ * Writes many attempts in one statement (atomic): each attempt row, each delivery's new state,
+ * and each webhook's failure streak, taken from its latest attempt in the set. A webhook row is
+ * written only when its streak starts, ends or disables it, so that concurrent deliveries to one
+ * webhook do not queue on its row lock.
+ */
+async function writeAttempts(db: Db, autoDisableDays: number, records: AttemptRecord[]) {
+  const disableBefore = new Date(Date.now() - autoDisableDays * 86_400_000).toISOString();
+  const reason = `disabled automatically: every delivery failed for ${autoDisableDays} days`;
+  await db.execute(sql`
+    with input as (
+      select * from json_to_recordset(${JSON.stringify(records)}::json) as i(
+        "deliveryId" uuid, "webhookId" uuid, "attemptedAt" timestamptz, "durationMs" int,
+        "statusCode" int, error text, "responseSnippet" text, ok boolean,
+        status delivery_status, "nextAttemptAt" timestamptz)
+    ), attempts as (
+      insert into webhook_attempts
+        (delivery_id, attempted_at, duration_ms, status_code, error, response_snippet)
+      select "deliveryId", "attemptedAt", "durationMs", "statusCode", error, "responseSnippet"
+      from input
+    ), deliveries as (
+      update webhook_deliveries d set
+        status = i.status,
+        attempts = d.attempts + 1,
+        last_attempt_at = i."attemptedAt",
+        next_attempt_at = i."nextAttemptAt",
+        delivered_at = case when i.ok then i."attemptedAt" else d.delivered_at end
+      from input i
+      where d.id = i."deliveryId"
+    ), streaks as (
+      select distinct on ("webhookId") "webhookId" as webhook_id, ok as last_ok,
+        (select min(f."attemptedAt") from input f
+          where f."webhookId" = i."webhookId" and not f.ok) as first_failure_at
+      from input i
+      order by "webhookId", "attemptedAt" desc
+    )
+    update webhooks w set
+      failing_since = case when s.last_ok then null
+        else coalesce(w.failing_since, s.first_failure_at) end,
+      enabled = w.enabled and (s.last_ok or w.failing_since is null
+        or w.failing_since > ${disableBefore}::timestamptz),
+      disabled_reason = case
+        when not s.last_ok and w.enabled and w.failing_since <= ${disableBefore}::timestamptz
+        then ${reason} else w.disabled_reason end
+    from streaks s
+    where w.id = s.webhook_id
+      and case when s.last_ok then w.failing_since is not null
+        else w.failing_since is null
+          or (w.enabled and w.failing_since <= ${disableBefore}::timestamptz) end`);
+}
+
+/** Records an attempt, in a statement shared with the attempts that finish alongside it. */
+export function recordAttempt(
+  db: Db,
+  autoDisableDays: number,
+  record: AttemptRecord,
+): Promise<void> {
+  return groupFor(db, `record-${autoDisableDays}`, () =>
+    grouped<AttemptRecord, void>(
+      async (records) => {
+        await writeAttempts(db, autoDisableDays, records);
+        return records.map(() => undefined);
+      },
+      (record) => record.deliveryId,
+    ),
+  )(record);
+}

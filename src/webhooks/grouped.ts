@@ -1,0 +1,66 @@
+import type { Db } from "../db/client.js";
+
+const MAX_GROUP = 500;
+
+type Waiting<T, R> = { item: T; resolve: (result: R) => void; reject: (error: unknown) => void };
+
+/**
+ * Group commit: an item submitted while no run is in flight goes at once, alone; items that
+ * arrive while one runs go together in the next. At rest nothing waits, and under load one
+ * statement serves many deliveries. Items with the same key never share a run. `run` answers
+ * one result per item, in order; if it fails, every item of its run fails.
+ */
+export function grouped<T, R>(
+  run: (items: T[]) => Promise<R[]>,
+  keyOf: (item: T) => string,
+): (item: T) => Promise<R> {
+  const waiting: Waiting<T, R>[] = [];
+  let running = false;
+
+  const nextGroup = () => {
+    const keys = new Set<string>();
+    let size = 0;
+    for (const next of waiting) {
+      const key = keyOf(next.item);
+      if (size === MAX_GROUP || keys.has(key)) break;
+      keys.add(key);
+      size++;
+    }
+    return waiting.splice(0, size);
+  };
+
+  const drain = async () => {
+    running = true;
+    try {
+      for (let group = nextGroup(); group.length > 0; group = nextGroup()) {
+        try {
+          const results = await run(group.map((next) => next.item));
+          for (const [index, next] of group.entries()) next.resolve(results[index] as R);
+        } catch (error) {
+          for (const next of group) next.reject(error);
+        }
+      }
+    } finally {
+      running = false;
+    }
+  };
+
+  return (item) =>
+    new Promise<R>((resolve, reject) => {
+      waiting.push({ item, resolve, reject });
+      if (!running) void drain();
+    });
+}
+
+const groups = new WeakMap<Db, Map<string, unknown>>();
+
+/** One group per database handle and name, made on first use. */
+export function groupFor<F>(db: Db, name: string, make: () => F): F {
+  const ofDb = groups.get(db) ?? new Map<string, unknown>();
+  groups.set(db, ofDb);
+  const existing = ofDb.get(name) as F | undefined;
+  if (existing !== undefined) return existing;
+  const made = make();
+  ofDb.set(name, made);
+  return made;
+}

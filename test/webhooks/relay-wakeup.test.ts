@@ -1,0 +1,175 @@
+import { sql } from "drizzle-orm";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rowsOf } from "../../src/db/client.js";
+import { encryptSecret } from "../../src/webhooks/secret-box.js";
+import { createWebhook } from "../../src/webhooks/service.js";
+import { verifyWebhookSignature } from "../../src/webhooks/verify.js";
+import { api } from "../support/api.js";
+import { runCli } from "../support/cli.js";
+import { eventually } from "../support/eventually.js";
+import { importFixture, mintToken, workspaceDocument } from "../support/fixtures.js";
+import { type Pipeline, startPipeline } from "../support/pipeline.js";
+import { Receiver } from "../support/receiver.js";
+
+/**
+ * The relay polls once an hour here, so a delivery that arrives at all was woken by the commit's
+ * notification (or, after a lost connection, by hearing the channel again).
+ */
+const ONE_HOUR_MS = "3600000";
+
+let receiver: Receiver;
+beforeAll(async () => {
+  receiver = await new Receiver().start();
+});
+afterAll(() => receiver.stop());
+
+async function workspaceWithWebhook(p: Pipeline, slug: string, path: string) {
+  const ws = await importFixture(
+    p.db,
+    workspaceDocument(slug, {
+      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
+    }),
+  );
+  const webhook = await createWebhook(
+    p.db,
+    { secretKey: p.config.secretKey, production: false },
+    { organizationId: ws.organization.id, url: receiver.url(path), events: ["task.created"] },
+  );
+  const token = await mintToken(p.db, ws);
+  const createTask = async (title: string) => {
+    const res = await api(p.app, "POST", "/api/v1/projects/rover/tasks", {
+      token,
+      body: { title },
+    });
+    expect(res.status).toBe(200);
+    return res.body.data.id as string;
+  };
+  return { ws, webhook, createTask };
+}
+
+function arrivedFor(path: string, taskId: string) {
+  return receiver
+    .on(path)
+    .filter((request) => JSON.parse(request.rawBody.toString()).target_id === taskId);
+}
+
+describe.each([
+  ["BullMQ", false],
+  ["the in-process queue", true],
+])("the relay, with %s", (_name, inProcessQueue) => {
+  let p: Pipeline;
+  beforeAll(async () => {
+    p = await startPipeline({ WEBHOOK_RELAY_INTERVAL_MS: ONE_HOUR_MS }, { inProcessQueue });
+  });
+  afterAll(() => p.close());
+
+  it("is woken by the commit, not by its poll", async () => {
+    const path = `/wake-${inProcessQueue}`;
+    const { createTask } = await workspaceWithWebhook(p, `wake-${inProcessQueue}`, path);
+    const taskId = await createTask("Wake up");
+    await eventually(() => arrivedFor(path, taskId).length > 0);
+  });
+
+  it("fans out what committed while its notifications were not heard", async () => {
+    const path = `/deaf-${inProcessQueue}`;
+    const { createTask } = await workspaceWithWebhook(p, `deaf-${inProcessQueue}`, path);
+    // Cut the listening connection for real; it reconnects by itself.
+    const listeners = await p.db.execute(sql`
+      select pg_terminate_backend(pid) from pg_stat_activity
+      where datname = current_database() and query ilike 'listen%' and pid <> pg_backend_pid()`);
+    expect(rowsOf(listeners).length).toBeGreaterThan(0);
+    const taskIds = [await createTask("While deaf 1"), await createTask("While deaf 2")];
+    for (const taskId of taskIds) {
+      await eventually(() => arrivedFor(path, taskId).length > 0);
+    }
+  });
+
+  it("signs with a replaced secret from the next attempt on", async () => {
+    const path = `/secret-${inProcessQueue}`;
+    const { webhook, createTask } = await workspaceWithWebhook(p, `secret-${inProcessQueue}`, path);
+    const verified = (taskId: string, secret: string) => {
+      const [request] = arrivedFor(path, taskId);
+      return verifyWebhookSignature({
+        secret,
+        rawBody: request!.rawBody,
+        timestamp: request!.headers["x-service-timestamp"] as string,
+        signature: request!.headers["x-service-signature"] as string,
+      }).ok;
+    };
+    const first = await createTask("Old secret");
+    await eventually(() => arrivedFor(path, first).length > 0);
+    expect(verified(first, webhook.secret)).toBe(true);
+
+    const replaced = "whsec_replaced-secret-for-the-test";
+    await p.db.execute(sql`
+      update webhooks set secret_ciphertext = ${encryptSecret(p.config.secretKey, replaced)}
+      where id = ${webhook.id}`);
+    const second = await createTask("New secret");
+    await eventually(() => arrivedFor(path, second).length > 0);
+    expect(verified(second, replaced)).toBe(true);
+    expect(verified(second, webhook.secret)).toBe(false);
+  });
+});
+
+describe("the daily pass over more failed deliveries than one batch", () => {
+  const FAILED = 1_200;
+  let p: Pipeline;
+  beforeAll(async () => {
+    p = await startPipeline();
+  });
+  afterAll(() => p.close());
+
+  /** FAILED deliveries recorded as failed once, as if the receiver had been down. */
+  async function failedDeliveries(slug: string, path: string): Promise<string[]> {
+    const { ws, createTask } = await workspaceWithWebhook(p, slug, path);
+    const taskId = await createTask("Seed");
+    await eventually(() => arrivedFor(path, taskId).length > 0);
+    const inserted = await p.db.execute(sql`
+      with events as (
+        insert into change_events
+          (organization_id, type, action, target_kind, target_id, actor_id, diff, fanned_out_at)
+        select organization_id, type, action, target_kind, target_id, actor_id, diff, now()
+        from change_events, generate_series(1, ${FAILED})
+        where organization_id = ${ws.organization.id} and type = 'task.created'
+        returning id
+      )
+      insert into webhook_deliveries (webhook_id, change_event_id, status, attempts, last_attempt_at)
+      select w.id, e.id, 'failed', 1, now()
+      from webhooks w, events e
+      where w.organization_id = ${ws.organization.id}
+      returning id`);
+    return rowsOf<{ id: string }>(inserted).map((row) => row.id);
+  }
+
+  function sentOnce(path: string, ids: string[]) {
+    const sent = receiver.on(path).map((request) => request.headers["x-service-delivery"]);
+    const expected = new Set(ids);
+    const ofThese = sent.filter((id) => expected.has(String(id)));
+    return { distinct: new Set(ofThese).size, total: ofThese.length };
+  }
+
+  it("re-sends every one exactly once from the worker's queued pass", async () => {
+    const path = "/pass-batches";
+    const ids = await failedDeliveries("pass-batches", path);
+    await p.queue.enqueue("runRetryPass", {});
+    await eventually(() => sentOnce(path, ids).distinct === FAILED, 60_000);
+    expect(sentOnce(path, ids)).toEqual({ distinct: FAILED, total: FAILED });
+    const passes = await p.db.execute(sql`
+      select passes, status, count(*)::int as count from webhook_deliveries
+      where id = any(${`{${ids.join(",")}}`}::uuid[]) group by passes, status`);
+    expect(rowsOf(passes)).toEqual([{ passes: 1, status: "delivered", count: FAILED }]);
+  }, 90_000);
+
+  it("re-sends every one exactly once from svc webhook retry-failed", async () => {
+    const path = "/cli-batches";
+    const ids = await failedDeliveries("cli-batches", path);
+    const res = await runCli(["webhook", "retry-failed", "--json"], {
+      DATABASE_URL: p.config.databaseUrl ?? "",
+    });
+    expect(res.code, res.stderr).toBe(0);
+    const printed = JSON.parse(res.stdout) as { id: string; status: string }[];
+    expect(new Set(printed.map((entry) => entry.id))).toEqual(new Set(ids));
+    expect(printed.every((entry) => entry.status === "delivered")).toBe(true);
+    expect(sentOnce(path, ids)).toEqual({ distinct: FAILED, total: FAILED });
+  }, 90_000);
+});
