@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rowsOf } from "../../src/db/client.js";
+import { runRetryPass } from "../../src/webhooks/retry-pass.js";
 import { encryptSecret } from "../../src/webhooks/secret-box.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { verifyWebhookSignature } from "../../src/webhooks/verify.js";
@@ -120,7 +121,10 @@ describe("the daily pass over more failed deliveries than one batch", () => {
   afterAll(() => p.close());
 
   /** FAILED deliveries recorded as failed once, as if the receiver had been down. */
-  async function failedDeliveries(slug: string, path: string): Promise<string[]> {
+  async function failedDeliveries(
+    slug: string,
+    path: string,
+  ): Promise<{ ids: string[]; organizationId: string }> {
     const { ws, createTask } = await workspaceWithWebhook(p, slug, path);
     const taskId = await createTask("Seed");
     await eventually(() => arrivedFor(path, taskId).length > 0);
@@ -138,7 +142,10 @@ describe("the daily pass over more failed deliveries than one batch", () => {
       from webhooks w, events e
       where w.organization_id = ${ws.organization.id}
       returning id`);
-    return rowsOf<{ id: string }>(inserted).map((row) => row.id);
+    return {
+      ids: rowsOf<{ id: string }>(inserted).map((row) => row.id),
+      organizationId: ws.organization.id,
+    };
   }
 
   function sentOnce(path: string, ids: string[]) {
@@ -148,9 +155,25 @@ describe("the daily pass over more failed deliveries than one batch", () => {
     return { distinct: new Set(ofThese).size, total: ofThese.length };
   }
 
+  it("claims them in bounded batches, each delivery once", async () => {
+    const { ids, organizationId } = await failedDeliveries("claim-batches", "/claim-batches");
+    const batches: string[][] = [];
+    const claimed = await runRetryPass(
+      p.db,
+      p.config.webhooks.retryPasses,
+      async (batch) => {
+        batches.push(batch.map((delivery) => delivery.id));
+      },
+      { organizationId },
+    );
+    expect(claimed).toBe(FAILED);
+    expect(batches.map((batch) => batch.length)).toEqual([500, 500, 200]);
+    expect(new Set(batches.flat())).toEqual(new Set(ids));
+  });
+
   it("re-sends every one exactly once from the worker's queued pass", async () => {
     const path = "/pass-batches";
-    const ids = await failedDeliveries("pass-batches", path);
+    const { ids } = await failedDeliveries("pass-batches", path);
     await p.queue.enqueue("runRetryPass", {});
     await eventually(() => sentOnce(path, ids).distinct === FAILED, 60_000);
     expect(sentOnce(path, ids)).toEqual({ distinct: FAILED, total: FAILED });
@@ -162,13 +185,17 @@ describe("the daily pass over more failed deliveries than one batch", () => {
 
   it("re-sends every one exactly once from svc webhook retry-failed", async () => {
     const path = "/cli-batches";
-    const ids = await failedDeliveries("cli-batches", path);
+    const { ids } = await failedDeliveries("cli-batches", path);
     const res = await runCli(["webhook", "retry-failed", "--json"], {
       DATABASE_URL: p.config.databaseUrl ?? "",
     });
     expect(res.code, res.stderr).toBe(0);
-    const printed = JSON.parse(res.stdout) as { id: string; status: string }[];
-    expect(new Set(printed.map((entry) => entry.id))).toEqual(new Set(ids));
+    // The pass is not scoped: it may also take deliveries the other tests left failed.
+    const expected = new Set(ids);
+    const printed = (JSON.parse(res.stdout) as { id: string; status: string }[]).filter((entry) =>
+      expected.has(entry.id),
+    );
+    expect(new Set(printed.map((entry) => entry.id))).toEqual(expected);
     expect(printed.every((entry) => entry.status === "delivered")).toBe(true);
     expect(sentOnce(path, ids)).toEqual({ distinct: FAILED, total: FAILED });
   }, 90_000);
