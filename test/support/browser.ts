@@ -11,6 +11,7 @@ import {
 } from "playwright-core";
 import { expect } from "vitest";
 import { createTestApp, type TestApp } from "./app.js";
+import { freePort } from "./ports.js";
 
 /** Debian's chromium package (`.ci/run` installs it); no browser is downloaded. */
 const CHROMIUM_PATH = "/usr/bin/chromium";
@@ -38,13 +39,6 @@ async function listenOnFreePort(server: Server): Promise<number> {
     server.listen(0, "127.0.0.1", () => resolve());
   });
   return (server.address() as AddressInfo).port;
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  const port = await listenOnFreePort(probe);
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
 }
 
 export type ServedApp = TestApp & { url: string };

@@ -4,9 +4,13 @@ import { createBullmqQueue } from "../../src/queue/bullmq-queue.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import type { JobQueue } from "../../src/queue/queue.js";
+import { createWebhook } from "../../src/webhooks/service.js";
 import { startWorker } from "../../src/worker.js";
+import { api } from "./api.js";
 import { createTestApp, type TestApp } from "./app.js";
 import { TEST_REDIS_URL } from "./env.js";
+import { importFixture, mintToken, workspaceDocument } from "./fixtures.js";
+import type { Receiver } from "./receiver.js";
 
 export type Pipeline = TestApp & { queue: JobQueue<WorkspaceJobs>; queuePrefix: string };
 
@@ -47,4 +51,37 @@ export async function startPipeline(
       await t.close();
     },
   };
+}
+
+/**
+ * An organisation with a project `rover`, a webhook on `path` of the receiver subscribed to
+ * `task.created`, and a way to create tasks through the API.
+ */
+export async function workspaceWithWebhook(
+  p: Pipeline,
+  receiver: Receiver,
+  slug: string,
+  path: string,
+) {
+  const ws = await importFixture(
+    p.db,
+    workspaceDocument(slug, {
+      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
+    }),
+  );
+  const webhook = await createWebhook(
+    p.db,
+    { secretKey: p.config.secretKey, production: false },
+    { organizationId: ws.organization.id, url: receiver.url(path), events: ["task.created"] },
+  );
+  const token = await mintToken(p.db, ws);
+  const createTask = async (title: string) => {
+    const res = await api(p.app, "POST", "/api/v1/projects/rover/tasks", {
+      token,
+      body: { title },
+    });
+    if (res.status !== 200) throw new Error(`task create: ${res.status}`);
+    return res.body.data.id as string;
+  };
+  return { ws, webhook, createTask };
 }

@@ -1,23 +1,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { createWebhook } from "../../src/webhooks/service.js";
-import { api } from "../support/api.js";
 import { eventually } from "../support/eventually.js";
-import { importFixture, mintToken, workspaceDocument } from "../support/fixtures.js";
-import { type Pipeline, startPipeline } from "../support/pipeline.js";
+import { type Pipeline, startPipeline, workspaceWithWebhook } from "../support/pipeline.js";
+import { freePort } from "../support/ports.js";
 import { Receiver } from "../support/receiver.js";
 
 /** A redis-server of this test's own, on a free port, that it may kill and start again. */
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
 async function startRedis(port: number): Promise<ChildProcess> {
   const child = spawn(
     "redis-server",
@@ -58,33 +46,11 @@ afterAll(async () => {
 });
 
 it("delivers every change written while Redis was dead, once it is back empty", async () => {
-  const ws = await importFixture(
-    p.db,
-    workspaceDocument("redis-lost", {
-      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
-    }),
-  );
-  await createWebhook(
-    p.db,
-    { secretKey: p.config.secretKey, production: false },
-    {
-      organizationId: ws.organization.id,
-      url: receiver.url("/redis-lost"),
-      events: ["task.created"],
-    },
-  );
-  const token = await mintToken(p.db, ws);
+  const { createTask } = await workspaceWithWebhook(p, receiver, "redis-lost", "/redis-lost");
 
   await kill(redis);
   const taskIds: string[] = [];
-  for (let i = 0; i < 5; i++) {
-    const res = await api(p.app, "POST", "/api/v1/projects/rover/tasks", {
-      token,
-      body: { title: `While Redis is dead ${i}` },
-    });
-    expect(res.status).toBe(200);
-    taskIds.push(res.body.data.id);
-  }
+  for (let i = 0; i < 5; i++) taskIds.push(await createTask(`While Redis is dead ${i}`));
   redis = await startRedis(port);
 
   // The relay fanned these out but could not queue their jobs: the recovery loop finds them

@@ -3,13 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rowsOf } from "../../src/db/client.js";
 import { runRetryPass } from "../../src/webhooks/retry-pass.js";
 import { encryptSecret } from "../../src/webhooks/secret-box.js";
-import { createWebhook } from "../../src/webhooks/service.js";
 import { verifyWebhookSignature } from "../../src/webhooks/verify.js";
-import { api } from "../support/api.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
-import { importFixture, mintToken, workspaceDocument } from "../support/fixtures.js";
-import { type Pipeline, startPipeline } from "../support/pipeline.js";
+import { type Pipeline, startPipeline, workspaceWithWebhook } from "../support/pipeline.js";
 import { Receiver } from "../support/receiver.js";
 
 /**
@@ -23,30 +20,6 @@ beforeAll(async () => {
   receiver = await new Receiver().start();
 });
 afterAll(() => receiver.stop());
-
-async function workspaceWithWebhook(p: Pipeline, slug: string, path: string) {
-  const ws = await importFixture(
-    p.db,
-    workspaceDocument(slug, {
-      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
-    }),
-  );
-  const webhook = await createWebhook(
-    p.db,
-    { secretKey: p.config.secretKey, production: false },
-    { organizationId: ws.organization.id, url: receiver.url(path), events: ["task.created"] },
-  );
-  const token = await mintToken(p.db, ws);
-  const createTask = async (title: string) => {
-    const res = await api(p.app, "POST", "/api/v1/projects/rover/tasks", {
-      token,
-      body: { title },
-    });
-    expect(res.status).toBe(200);
-    return res.body.data.id as string;
-  };
-  return { ws, webhook, createTask };
-}
 
 function arrivedFor(path: string, taskId: string) {
   return receiver
@@ -66,14 +39,14 @@ describe.each([
 
   it("is woken by the commit, not by its poll", async () => {
     const path = `/wake-${inProcessQueue}`;
-    const { createTask } = await workspaceWithWebhook(p, `wake-${inProcessQueue}`, path);
+    const { createTask } = await workspaceWithWebhook(p, receiver, `wake-${inProcessQueue}`, path);
     const taskId = await createTask("Wake up");
     await eventually(() => arrivedFor(path, taskId).length > 0);
   });
 
   it("fans out what committed while its notifications were not heard", async () => {
     const path = `/deaf-${inProcessQueue}`;
-    const { createTask } = await workspaceWithWebhook(p, `deaf-${inProcessQueue}`, path);
+    const { createTask } = await workspaceWithWebhook(p, receiver, `deaf-${inProcessQueue}`, path);
     // Cut the listening connection for real; it reconnects by itself.
     const listeners = await p.db.execute(sql`
       select pg_terminate_backend(pid) from pg_stat_activity
@@ -87,7 +60,12 @@ describe.each([
 
   it("signs with a replaced secret from the next attempt on", async () => {
     const path = `/secret-${inProcessQueue}`;
-    const { webhook, createTask } = await workspaceWithWebhook(p, `secret-${inProcessQueue}`, path);
+    const { webhook, createTask } = await workspaceWithWebhook(
+      p,
+      receiver,
+      `secret-${inProcessQueue}`,
+      path,
+    );
     const verified = (taskId: string, secret: string) => {
       const [request] = arrivedFor(path, taskId);
       return verifyWebhookSignature({
@@ -125,7 +103,7 @@ describe("the daily pass over more failed deliveries than one batch", () => {
     slug: string,
     path: string,
   ): Promise<{ ids: string[]; organizationId: string }> {
-    const { ws, createTask } = await workspaceWithWebhook(p, slug, path);
+    const { ws, createTask } = await workspaceWithWebhook(p, receiver, slug, path);
     const taskId = await createTask("Seed");
     await eventually(() => arrivedFor(path, taskId).length > 0);
     const inserted = await p.db.execute(sql`
