@@ -127,6 +127,16 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     rewriteUrl: (request) =>
       request.url === `${API_PREFIX}/docs` ? `${API_PREFIX}/docs/` : (request.url ?? "/"),
     trustProxy: deps.config.trustProxy,
+    // A client that sends its request slowly, or holds a silent connection open, is cut off
+    // instead of holding a socket and its memory.
+    requestTimeout: deps.config.http.requestTimeoutMs,
+    connectionTimeout: deps.config.http.connectionTimeoutMs,
+    // Node enforces the request timeout only when the headers' timeout is no longer, and
+    // checks it every 30 s by default, which would let a slow client keep its socket that long.
+    http: {
+      headersTimeout: deps.config.http.requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(deps.config.http.requestTimeoutMs / 2)),
+    },
     // Fastify's default (100) answers a longer slug with 400 before authentication; a slug or
     // id of any length is looked up and, when unknown, is the usual 404.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },

@@ -7,6 +7,14 @@ import { z } from "zod";
 const booleanFlag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 const positiveInt = z.coerce.number().int().positive();
 
+/** The bounds a PostgreSQL pool gets unless the environment sets others. */
+export const DEFAULT_POSTGRES_LIMITS: PostgresLimits = {
+  poolSize: 10,
+  connectTimeoutMs: 1000,
+  statementTimeoutMs: 10_000,
+  idleInTransactionTimeoutMs: 10_000,
+};
+
 const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -41,6 +49,15 @@ const envSchema = z.object({
     .transform((value, context) => parseDurationList(value, context)),
   WEBHOOK_AUTO_DISABLE_DAYS: positiveInt.default(5),
   WEBHOOK_RELAY_INTERVAL_MS: positiveInt.default(1000),
+  HTTP_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
+  HTTP_CONNECTION_TIMEOUT_MS: positiveInt.default(60_000),
+  DATABASE_POOL_SIZE: positiveInt.default(DEFAULT_POSTGRES_LIMITS.poolSize),
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(DEFAULT_POSTGRES_LIMITS.connectTimeoutMs),
+  DATABASE_STATEMENT_TIMEOUT_MS: positiveInt.default(DEFAULT_POSTGRES_LIMITS.statementTimeoutMs),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: positiveInt.default(
+    DEFAULT_POSTGRES_LIMITS.idleInTransactionTimeoutMs,
+  ),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(20_000),
   TRUST_PROXY: z
     .string()
     .default("false")
@@ -133,6 +150,16 @@ export type Config = {
   workerConcurrency: number;
   /** A job's lock; must outlast one delivery attempt (10 s). */
   workerLockSeconds: number;
+  http: {
+    /** Fastify's requestTimeout: the whole request must arrive within it (slow clients). */
+    requestTimeoutMs: number;
+    /** Fastify's connectionTimeout: a socket silent this long is closed. */
+    connectionTimeoutMs: number;
+  };
+  /** Bounds on every PostgreSQL connection of the process (not the embedded PGlite). */
+  postgres: PostgresLimits;
+  /** SIGTERM: how long in-flight requests and delivery attempts get before the process gives up. */
+  shutdownTimeoutMs: number;
   webhooks: {
     /** Cron pattern of the daily retry pass. */
     retryCron: string;
@@ -143,6 +170,14 @@ export type Config = {
     autoDisableDays: number;
     relayIntervalMs: number;
   };
+};
+
+export type PostgresLimits = {
+  poolSize: number;
+  /** Bounds both opening a connection and waiting for a free one of the pool. */
+  connectTimeoutMs: number;
+  statementTimeoutMs: number;
+  idleInTransactionTimeoutMs: number;
 };
 
 export class ConfigError extends Error {}
@@ -206,6 +241,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     queuePrefix: e.QUEUE_PREFIX,
     workerConcurrency: e.WORKER_CONCURRENCY,
     workerLockSeconds: e.WORKER_LOCK_SECONDS,
+    http: {
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      connectionTimeoutMs: e.HTTP_CONNECTION_TIMEOUT_MS,
+    },
+    postgres: {
+      poolSize: e.DATABASE_POOL_SIZE,
+      connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+      statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+      idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    },
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     webhooks: {
       retryCron: e.WEBHOOK_RETRY_CRON,
       retryPasses: e.WEBHOOK_RETRY_PASSES,

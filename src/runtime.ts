@@ -29,7 +29,10 @@ export async function openDatabase(
     const onQuery = logger?.isLevelEnabled("trace")
       ? (query: string) => logger.trace({ query }, "sql")
       : undefined;
-    return { database: openPostgres(config.databaseUrl, { onQuery }), release: () => {} };
+    return {
+      database: openPostgres(config.databaseUrl, { ...config.postgres, onQuery }),
+      release: () => {},
+    };
   }
   const release = claimEmbeddedDatabase(config.dataDir);
   try {

@@ -6,6 +6,7 @@ export const errorCode = z.enum([
   "not_found",
   "invalid_request",
   "rate_limited",
+  "unavailable",
   "internal_error",
 ]);
 export type ErrorCode = z.infer<typeof errorCode>;
@@ -17,6 +18,7 @@ export const statusOfError: Record<ErrorCode, number> = {
   not_found: 404,
   invalid_request: 400,
   rate_limited: 429,
+  unavailable: 503,
   internal_error: 500,
 };
 
@@ -60,5 +62,19 @@ export class InvalidRequest extends ApiError {
 export class RateLimited extends ApiError {
   constructor(readonly retryAfterSeconds: number) {
     super("rate_limited", `Too many requests on this token; retry in ${retryAfterSeconds} seconds`);
+  }
+}
+
+/** How long a client is asked to wait before trying again while the database cannot serve. */
+const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
+
+/** The database is unreachable, overloaded or too slow: the client may retry, unlike a 500. */
+export class ServiceUnavailable extends ApiError {
+  readonly retryAfterSeconds = UNAVAILABLE_RETRY_AFTER_SECONDS;
+  constructor() {
+    super(
+      "unavailable",
+      `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_SECONDS} seconds`,
+    );
   }
 }

@@ -6,6 +6,7 @@ import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
 import type { PgDatabase, PgQueryResultHKT } from "drizzle-orm/pg-core";
 import pg from "pg";
+import { DEFAULT_POSTGRES_LIMITS, type PostgresLimits } from "../config.js";
 import { type ChannelListener, PostgresListener, type Unlisten } from "./notifications.js";
 
 /** A database handle or an open transaction: data-access functions accept either. */
@@ -45,8 +46,7 @@ export function findMigrationsFolder(): string {
   }
 }
 
-export type PostgresOptions = {
-  max?: number;
+export type PostgresOptions = Partial<PostgresLimits> & {
   /** Sees every SQL statement the service sends (trace logging, query-count checks). */
   onQuery?: (query: string) => void;
   /** Hears what goes wrong on the listening connection (it reconnects by itself). */
@@ -54,7 +54,18 @@ export type PostgresOptions = {
 };
 
 export function openPostgres(connectionString: string, options: PostgresOptions = {}): Database {
-  const pool = new pg.Pool({ connectionString, max: options.max ?? 10 });
+  const limits = { ...DEFAULT_POSTGRES_LIMITS, ...options };
+  const pool = new pg.Pool({
+    connectionString,
+    max: limits.poolSize,
+    // Waiting for a connection, new or from a full pool, ends in an error the API answers
+    // with 503 instead of a request that hangs while the database is away.
+    connectionTimeoutMillis: limits.connectTimeoutMs,
+    statement_timeout: limits.statementTimeoutMs,
+    idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs,
+    // Finds a peer that vanished without closing the connection.
+    keepAlive: true,
+  });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on("error", () => {});
   const onQuery = options.onQuery;
@@ -70,6 +81,8 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     async migrate() {
       const client = await pool.connect();
       try {
+        // Another instance may hold the lock for as long as its migrations take.
+        await client.query("set statement_timeout = 0");
         await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
         try {
           await migratePg(drizzlePg(client, { casing: "snake_case" }), {
@@ -77,6 +90,7 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
           });
         } finally {
           await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]);
+          await client.query("reset statement_timeout");
         }
       } finally {
         client.release();

@@ -5,8 +5,10 @@ import {
   type ErrorCode,
   InsufficientScope,
   InvalidToken,
+  ServiceUnavailable,
   statusOfError,
 } from "../core/errors.js";
+import { isDatabaseUnavailable, malformedValueColumn } from "../db/failures.js";
 import type { FailureBody } from "./envelope.js";
 
 type ValidationIssue = {
@@ -69,28 +71,19 @@ function fromFastifyError(error: FastifyError, bodyLimit: number): ApiError | nu
   return null;
 }
 
-type DatabaseError = { code?: unknown; column?: unknown };
-
-/** Postgres (or PGlite) SQLSTATE of an error, looking through Drizzle's wrapper. */
-function databaseErrorOf(error: unknown): DatabaseError | null {
-  for (let current = error; current !== null && typeof current === "object"; ) {
-    const candidate = current as DatabaseError & { cause?: unknown };
-    if (typeof candidate.code === "string" && /^[0-9A-Z]{5}$/.test(candidate.code))
-      return candidate;
-    current = candidate.cause;
-  }
-  return null;
-}
-
 /**
- * A value zod let through but Postgres cannot store (class 22, "data exception": NUL bytes,
- * out-of-range dates or numbers) is the caller's bad input, not our fault.
+ * A failed statement the client should hear about: a value zod let through but Postgres cannot
+ * store (NUL bytes, out-of-range dates or numbers) is the caller's bad input; a database that
+ * cannot serve now is a 503 to retry. Anything else is ours, and stays a 500.
  */
 export function fromDatabaseError(error: unknown): ApiError | null {
-  const databaseError = databaseErrorOf(error);
-  if (databaseError === null || !String(databaseError.code).startsWith("22")) return null;
-  const field = typeof databaseError.column === "string" ? `${databaseError.column}: ` : "";
-  return new ApiError("invalid_request", `${field}a value is malformed or out of range`);
+  if (isDatabaseUnavailable(error)) return new ServiceUnavailable();
+  const column = malformedValueColumn(error);
+  if (column === null) return null;
+  return new ApiError(
+    "invalid_request",
+    `${column === "" ? "" : `${column}: `}a value is malformed or out of range`,
+  );
 }
 
 function toApiError(error: FastifyError, bodyLimit: number): ApiError | null {
@@ -129,6 +122,10 @@ export function registerErrorHandler(app: FastifyInstance, bodyLimit: number): v
     }
     const challenge = authenticateHeader(apiError);
     if (challenge !== null) reply.header("WWW-Authenticate", challenge);
+    if (apiError instanceof ServiceUnavailable) {
+      request.log.warn({ err: error }, "database unavailable");
+      reply.header("Retry-After", String(apiError.retryAfterSeconds));
+    }
     return reply.code(apiError.statusCode).send(failure(apiError.code, apiError.message));
   });
 }

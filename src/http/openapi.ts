@@ -12,6 +12,8 @@ links, tasks and meeting minutes and notes.
 
 Every request is scoped to the organisation of its bearer token. Success is
 \`{"ok":true,"data":...}\`; failure is \`{"ok":false,"error":"<code>","message":"<text>"}\`.
+A \`429 rate_limited\` and a \`503 unavailable\` (the database cannot be reached, or answered too
+slowly) both carry \`Retry-After\` (seconds): wait that long and send the same request again.
 
 `;
 

@@ -31,10 +31,13 @@ const failureResponses = {
     "not_found: unknown path or id, or a project that is private or not in this organisation",
   ),
   400: failureEnvelope.describe(
-    "invalid_request: the query or body failed validation, or the write was refused; `message` names the cause",
+    "invalid_request: the path could not be decoded, the query or body failed validation, or the write was refused; `message` names the cause",
   ),
   429: failureEnvelope.describe(
     "rate_limited: too many requests on this token; honour Retry-After",
+  ),
+  503: failureEnvelope.describe(
+    "unavailable: the database cannot be reached or is too slow right now; honour Retry-After",
   ),
 } satisfies Record<number, Failure>;
 
@@ -70,9 +73,13 @@ export function apiRoute<
         200: successEnvelope(data).describe("Success"),
         ...(authenticated ? { 401: failureResponses[401] } : {}),
         ...(authenticated && access !== "any-token" ? { 403: failureResponses[403] } : {}),
-        ...(querystring !== undefined || body !== undefined ? { 400: failureResponses[400] } : {}),
+        // A path parameter comes from the URL, which can be malformed (an escape that does not
+        // decode, a parameter past the router's length limit): that is a 400 before routing.
+        ...(params !== undefined || querystring !== undefined || body !== undefined
+          ? { 400: failureResponses[400] }
+          : {}),
         ...(params !== undefined || body !== undefined ? { 404: failureResponses[404] } : {}),
-        ...(authenticated ? { 429: failureResponses[429] } : {}),
+        ...(authenticated ? { 429: failureResponses[429], 503: failureResponses[503] } : {}),
       },
     },
   };

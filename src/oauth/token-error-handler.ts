@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import { RateLimited } from "../core/errors.js";
+import { RateLimited, ServiceUnavailable } from "../core/errors.js";
 import { fromDatabaseError } from "../http/error-handler.js";
 import { TokenError } from "./errors.js";
 
@@ -23,9 +23,18 @@ export function answerTokenError(
   if (error instanceof RateLimited) {
     return reply.code(429).send({ error: "rate_limited", error_description: error.message });
   }
-  const malformed = fromDatabaseError(error);
-  if (malformed !== null) {
-    return reply.code(400).send({ error: "invalid_request", error_description: malformed.message });
+  const fromDatabase = fromDatabaseError(error);
+  if (fromDatabase instanceof ServiceUnavailable) {
+    request.log.warn({ err: error }, "database unavailable at the token endpoint");
+    return reply
+      .code(503)
+      .header("Retry-After", String(fromDatabase.retryAfterSeconds))
+      .send({ error: "temporarily_unavailable", error_description: fromDatabase.message });
+  }
+  if (fromDatabase !== null) {
+    return reply
+      .code(400)
+      .send({ error: "invalid_request", error_description: fromDatabase.message });
   }
   if (error.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") {
     return reply.code(400).send({

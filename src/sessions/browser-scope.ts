@@ -10,9 +10,9 @@ import view from "@fastify/view";
 import { Eta } from "eta";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
-import { ApiError } from "../core/errors.js";
+import { ApiError, ServiceUnavailable } from "../core/errors.js";
 import { fromDatabaseError } from "../http/error-handler.js";
-import { PageError, renderErrorPage } from "./pages.js";
+import { PageError, renderErrorPage, renderUnavailablePage } from "./pages.js";
 import { pageDirectives } from "./security-headers.js";
 import { DatabaseSessionStore } from "./session-store.js";
 import { findViewsFolder } from "./views.js";
@@ -51,6 +51,10 @@ async function answerWithErrorPage(
     return renderErrorPage(request, reply, 403, "Form not accepted", csrfFailure);
   }
   const refused = error instanceof ApiError ? error : fromDatabaseError(error);
+  if (refused instanceof ServiceUnavailable) {
+    request.log.warn({ err: error }, "database unavailable on a page");
+    return renderUnavailablePage(reply, refused.retryAfterSeconds);
+  }
   if (refused !== null && refused.statusCode < 500) {
     return renderErrorPage(
       request,

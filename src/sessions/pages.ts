@@ -68,6 +68,25 @@ export function renderErrorPage(
   return send(request, reply, "error", { title, message }, status);
 }
 
+/**
+ * The page for a database that cannot serve: it leaves the session alone, since saving a CSRF
+ * secret or taking a notice would need the very database that is away.
+ */
+export async function renderUnavailablePage(reply: FastifyReply, retryAfterSeconds: number) {
+  const html = await reply.viewAsync("error", {
+    title: "Service unavailable",
+    message: `The service cannot reach its database right now. Try again in ${retryAfterSeconds} seconds.`,
+    user: null,
+    csrfToken: null,
+    notice: null,
+  });
+  return reply
+    .code(503)
+    .header("Retry-After", String(retryAfterSeconds))
+    .type("text/html; charset=utf-8")
+    .send(html);
+}
+
 /** Leaves a one-line notice for the page the next redirect shows. */
 export function leaveNotice(request: FastifyRequest, notice: string): void {
   request.session.notice = notice;

@@ -88,4 +88,38 @@ describe("per-token rate limit", () => {
       await other.close();
     }
   });
+
+  it("keeps a budget per process while Redis cannot answer, and serves on", async () => {
+    // Nothing listens on port 1: every Redis command fails at once, as during an outage.
+    const deadRedis = new Redis("redis://127.0.0.1:1", {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 1,
+    });
+    deadRedis.on("error", () => {});
+    const instance = () =>
+      buildApp({
+        config: t.config,
+        database: t.database,
+        logger: pino({ level: "silent" }),
+        redis: deadRedis,
+        queue: t.app.queue,
+      });
+    const [first, second] = [await instance(), await instance()];
+    try {
+      const token = await mintToken(t.db, ws);
+      const statusesOn = async (app: typeof first) => {
+        const statuses = [];
+        for (let i = 0; i < 4; i++)
+          statuses.push((await api(app, "GET", "/api/v1/me", { token })).status);
+        return statuses;
+      };
+      expect(await statusesOn(first)).toEqual([200, 200, 200, 429]);
+      // Each process counts on its own until Redis is back.
+      expect(await statusesOn(second)).toEqual([200, 200, 200, 429]);
+    } finally {
+      await Promise.all([first, second].map((app) => app.close()));
+      deadRedis.disconnect();
+    }
+  });
 });

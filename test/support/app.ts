@@ -2,12 +2,12 @@ import type { FastifyInstance } from "fastify";
 import type { Redis } from "ioredis";
 import { pino } from "pino";
 import { buildApp } from "../../src/app.js";
-import { type Config, loadConfig } from "../../src/config.js";
+import { type Config, loadConfig, type PostgresLimits } from "../../src/config.js";
 import { type Database, type Db, openPostgres } from "../../src/db/client.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import type { JobQueue } from "../../src/queue/queue.js";
-import { createTestDatabase } from "./database.js";
+import { createTestDatabase, TEST_POOL } from "./database.js";
 
 export const TEST_SECRET_KEY = "test-secret-key-0123456789abcdefghijklmnop";
 
@@ -26,9 +26,11 @@ export async function createTestApp(
     redis?: Redis;
     queue?: JobQueue<WorkspaceJobs>;
     onQuery?: (query: string) => void;
+    /** Bounds of the app's pool other than the suite's own. */
+    pool?: Partial<PostgresLimits>;
   } = {},
 ): Promise<TestApp> {
-  const testDatabase = await createTestDatabase({ onQuery: options.onQuery });
+  const testDatabase = await createTestDatabase({ onQuery: options.onQuery, ...options.pool });
   const config = loadConfig({
     NODE_ENV: "test",
     DATABASE_URL: testDatabase.url,
@@ -67,7 +69,7 @@ export async function createTestApp(
  */
 export async function createSiblingApp(t: TestApp): Promise<TestApp> {
   if (t.config.databaseUrl === undefined) throw new Error("a sibling needs PostgreSQL");
-  const database = openPostgres(t.config.databaseUrl, { max: 5 });
+  const database = openPostgres(t.config.databaseUrl, { ...TEST_POOL });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
   const queue = createInProcessQueue<WorkspaceJobs>(logger);
   const app = await buildApp({ config: t.config, database, logger, queue });

@@ -3,6 +3,13 @@ import pg from "pg";
 import { type Database, openPostgres, type PostgresOptions } from "../../src/db/client.js";
 import { TEST_DATABASE_URL } from "./env.js";
 
+/**
+ * Pools of the in-process apps: small, and patient with the wait for a connection, since the
+ * suite's files share two cores with browsers and worker processes (fault tests use the
+ * service's own defaults).
+ */
+export const TEST_POOL = { poolSize: 5, connectTimeoutMs: 30_000 };
+
 export type TestDatabase = { database: Database; url: string; drop(): Promise<void> };
 
 async function admin<T>(action: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -21,7 +28,7 @@ export async function createTestDatabase(options: PostgresOptions = {}): Promise
   await admin((client) => client.query(`create database ${name}`));
   const url = new URL(TEST_DATABASE_URL);
   url.pathname = `/${name}`;
-  const database = openPostgres(url.toString(), { max: 5, ...options });
+  const database = openPostgres(url.toString(), { ...TEST_POOL, ...options });
   await database.migrate();
   return {
     database,

@@ -41,24 +41,49 @@ async function greet(runtime: Runtime): Promise<void> {
   printLine(`  Try:            curl -H "Authorization: Bearer ${demo.token}" ${api}/projects`);
 }
 
+type Running = { app?: FastifyInstance; stopWorker?: () => Promise<void> };
+
+/**
+ * The first SIGTERM or SIGINT stops accepting connections, lets in-flight requests and delivery
+ * attempts finish, closes the pools and exits 0; past SHUTDOWN_TIMEOUT_MS, or on a second
+ * signal, the process exits 1 at once.
+ */
+function exitGracefullyOnSignals(runtime: Runtime, running: Running): void {
+  const { logger } = runtime;
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) {
+      logger.warn({ signal }, "second signal: exiting without waiting");
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal }, "shutting down: finishing in-flight requests and deliveries");
+    setTimeout(() => {
+      logger.error({ timeoutMs: runtime.config.shutdownTimeoutMs }, "shutdown timed out");
+      process.exit(1);
+    }, runtime.config.shutdownTimeoutMs).unref();
+    try {
+      await Promise.all([running.app?.close(), running.stopWorker?.()]);
+      await runtime.close();
+      process.exit(0);
+    } catch (error) {
+      logger.error({ err: error }, "shutdown failed");
+      process.exit(1);
+    }
+  };
+  process.on("SIGTERM", (signal) => void shutdown(signal));
+  process.on("SIGINT", (signal) => void shutdown(signal));
+}
+
 async function run(parts: Parts): Promise<void> {
   const config = cliConfig();
   const logger = cliLogger(config);
   const runtime = await openRuntime(config, logger);
-  let app: FastifyInstance | undefined;
-  let stopWorker: (() => Promise<void>) | undefined;
-  const shutdown = async (signal: string) => {
-    logger.info({ signal }, "shutting down");
-    await app?.close();
-    await stopWorker?.();
-    await runtime.close();
-    process.exit(0);
-  };
-  process.once("SIGTERM", (signal) => void shutdown(signal));
-  process.once("SIGINT", (signal) => void shutdown(signal));
-  if (parts.worker) stopWorker = await startWorker(runtime);
+  const running: Running = {};
+  exitGracefullyOnSignals(runtime, running);
+  if (parts.worker) running.stopWorker = await startWorker(runtime);
   if (parts.api) {
-    app = await startApi(runtime);
+    running.app = await startApi(runtime);
     await greet(runtime);
   }
 }
