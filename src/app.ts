@@ -17,6 +17,7 @@ import { registerApiReference } from "./http/api-reference.js";
 import { bearerLookup, registerBearerAuth } from "./http/auth.js";
 import { failure, registerErrorHandler } from "./http/error-handler.js";
 import { registerHealthRoutes } from "./http/health.js";
+import { registerIdempotency } from "./http/idempotency.js";
 import { API_PREFIX, openApiOptions } from "./http/openapi.js";
 import { registerRateLimit } from "./http/rate-limit.js";
 import { requestIdOf } from "./http/request-id.js";
@@ -65,6 +66,7 @@ async function registerApi(app: FastifyInstance, deps: AppDependencies): Promise
   const lookup = bearerLookup((token) => app.principals.authenticate(token));
   await registerRateLimit(app, deps.config, deps.redis, lookup);
   registerBearerAuth(app, lookup);
+  registerIdempotency(app);
   app.setNotFoundHandler({ preHandler: app.rateLimit() }, async () => {
     throw new NotFound("No such endpoint");
   });

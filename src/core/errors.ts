@@ -6,6 +6,7 @@ export const errorCode = z.enum([
   "not_found",
   "invalid_request",
   "rate_limited",
+  "conflict",
   "unavailable",
   "internal_error",
 ]);
@@ -18,6 +19,7 @@ export const statusOfError: Record<ErrorCode, number> = {
   not_found: 404,
   invalid_request: 400,
   rate_limited: 429,
+  conflict: 409,
   unavailable: 503,
   internal_error: 500,
 };
@@ -62,6 +64,13 @@ export class InvalidRequest extends ApiError {
 export class RateLimited extends ApiError {
   constructor(readonly retryAfterSeconds: number) {
     super("rate_limited", `Too many requests on this token; retry in ${retryAfterSeconds} seconds`);
+  }
+}
+
+/** Another request holding the same key is still running. */
+export class Conflict extends ApiError {
+  constructor(message: string) {
+    super("conflict", message);
   }
 }
 

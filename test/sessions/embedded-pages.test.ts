@@ -4,11 +4,14 @@ import { buildApp } from "../../src/app.js";
 import { loadConfig } from "../../src/config.js";
 import type { Database } from "../../src/db/client.js";
 import { openPglite } from "../../src/db/embedded.js";
+import { tasks } from "../../src/db/schema/index.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import { importOAuthWorkspaces, PASSWORD, registerClient } from "../oauth/oauth-fixtures.js";
+import { api } from "../support/api.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";
+import { importFixture, mintToken, workspaceDocument } from "../support/fixtures.js";
 import { redeemCode } from "../support/tokens.js";
 
 const logger = pino({ level: "silent" });
@@ -32,7 +35,7 @@ afterAll(async () => {
   await database?.close();
 });
 
-/** The embedded mode (PGlite) runs the same session store, consent and token code. */
+/** The embedded mode (PGlite) runs the same session store, consent, token and idempotency code. */
 it("signs in, approves twice into one grant and redeems both codes on PGlite", async () => {
   const fixtures = await importOAuthWorkspaces(database.db);
   const redirectUri = "https://addon.example/cb";
@@ -71,4 +74,26 @@ it("signs in, approves twice into one grant and redeems both codes on PGlite", a
   expect(connections.body.match(/\/revoke"/g)).toHaveLength(1);
   expect(connections.body).toContain("<code>projects:read</code>");
   expect(connections.body).toContain("<code>tasks:read</code>");
+});
+
+it("replays a POST retried with its Idempotency-Key on PGlite", async () => {
+  const ws = await importFixture(
+    database.db,
+    workspaceDocument("embedded-idem", {
+      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
+    }),
+  );
+  const token = await mintToken(database.db, ws);
+  const send = () =>
+    api(app, "POST", "/api/v1/projects/rover/tasks", {
+      token,
+      body: { title: "Once on PGlite" },
+      headers: { "idempotency-key": "embedded-retry" },
+    });
+  const first = await send();
+  const retry = await send();
+  expect(first.status).toBe(200);
+  expect(retry.headers["idempotent-replayed"]).toBe("true");
+  expect(retry.raw).toBe(first.raw);
+  expect(await database.db.$count(tasks)).toBe(1);
 });

@@ -1,4 +1,5 @@
 export * from "./access.js";
+export * from "./idempotency.js";
 export * from "./library.js";
 export * from "./organizations.js";
 export * from "./projects.js";
