@@ -9,6 +9,8 @@ import { type Addon, clientSecretMatches, findAddonByClientId } from "./addons.j
 import { TokenError } from "./errors.js";
 import type { TokenRequest } from "./token-request.js";
 
+const CLIENT_AUTHENTICATION_FAILED = "Client authentication failed";
+
 /**
  * Client authentication (RFC 6749 §2.3): a confidential client by its secret (Basic or body),
  * a public client by its id alone (PKCE then binds the code). An unknown client or a wrong
@@ -20,14 +22,14 @@ export async function authenticateClient(
   limiter: AuthFailureLimiter,
   token: TokenRequest,
 ): Promise<Addon> {
-  const keys = [failureKeys.clientAddress(request.ip), failureKeys.client(token.clientId)];
+  const keys = [failureKeys.clientAddress(request.ip)];
   const attempt = await limiter.guard(keys, () =>
     verifyClientCredentials(request.server.db, token),
   );
   if (attempt.limited) {
     throw new TokenError(
       "invalid_client",
-      `Too many failed client authentications from this address or for this client; retry in ${attempt.retryAfterSeconds} seconds`,
+      `Too many failed client authentications from this address; retry in ${attempt.retryAfterSeconds} seconds`,
       { retryAfterSeconds: attempt.retryAfterSeconds },
     );
   }
@@ -45,7 +47,9 @@ async function verifyClientCredentials(
     value: new TokenError("invalid_client", message, { basicChallenge: token.viaBasic }),
   });
   const client = await findAddonByClientId(db, token.clientId);
-  if (client === null) return refuse(true, "Unknown client");
+  // An unknown client and a wrong secret read the same, so a guess tells nothing about which
+  // client ids exist.
+  if (client === null) return refuse(true, CLIENT_AUTHENTICATION_FAILED);
   if (client.isPublic) {
     return token.clientSecret === null
       ? { failed: false, value: client }
@@ -56,5 +60,5 @@ async function verifyClientCredentials(
   }
   return clientSecretMatches(client, token.clientSecret)
     ? { failed: false, value: client }
-    : refuse(true, "Client authentication failed");
+    : refuse(true, CLIENT_AUTHENTICATION_FAILED);
 }

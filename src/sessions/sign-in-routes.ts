@@ -99,11 +99,18 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
 
   app.post("/login", async (request, reply) => {
     const form = readSignInForm(request.body);
-    const keys = [failureKeys.signInAddress(request.ip), failureKeys.signInAccount(form.email)];
-    const attempt = await limiter.guard(keys, async () => {
-      const user = await findMemberToSignIn(app.db, form);
-      return { failed: user === null, value: user };
-    });
+    const keys = [
+      failureKeys.signInAddress(request.ip),
+      failureKeys.signInAddressAndAccount(request.ip, form.email),
+    ];
+    const attempt = await limiter.guard(
+      keys,
+      async () => {
+        const user = await findMemberToSignIn(app.db, form);
+        return { failed: user === null, value: user };
+      },
+      failureKeys.signInAccount(form.email),
+    );
     if (attempt.limited) {
       reply.header("Retry-After", String(attempt.retryAfterSeconds));
       return renderSignIn(
@@ -111,7 +118,7 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
         reply,
         {
           ...form,
-          error: `Too many failed sign-ins from this address or for this account. Try again in ${minutes(attempt.retryAfterSeconds)}.`,
+          error: `Too many failed sign-ins from this address. Try again in ${minutes(attempt.retryAfterSeconds)}.`,
         },
         429,
       );

@@ -470,7 +470,7 @@ describe("the failed client authentication limit", () => {
     client_secret: secret,
   });
 
-  it("answers 429 with Retry-After once the failures are used up, even for the right secret", async () => {
+  it("answers an address 429 with Retry-After once its failures are used up, even for the right secret", async () => {
     for (let attempt = 0; attempt < 2; attempt++) {
       const res = await exchange(form("svcs_wrong"), { app: limited });
       expect(res.status).toBe(401);
@@ -479,22 +479,22 @@ describe("the failed client authentication limit", () => {
     expect(refused.status).toBe(429);
     expect(refused.body.error).toBe("invalid_client");
     expect(Number(refused.headers["retry-after"])).toBeGreaterThan(0);
-    // The client is locked from every address; the successful path was never reached.
+    // Client ids are public: the failures lock out the address that made them, not the client.
     const elsewhere = await exchange(form(client.clientSecret as string), {
       app: limited,
       remoteAddress: "10.9.8.7",
     });
-    expect(elsewhere.status).toBe(429);
+    expect(elsewhere.status).toBe(200);
   });
 
   it("lets no more wrong secrets through than the allowance when they arrive in parallel", async () => {
     const workspaces = await importOAuthWorkspaces(limited.db, "par");
     const target = await registerClient(limited.db, workspaces.devco, [REDIRECT]);
     const answers = await Promise.all(
-      Array.from({ length: 10 }, (_, i) =>
+      Array.from({ length: 10 }, () =>
         exchange(
           { ...form("svcs_wrong"), client_id: target.clientId },
-          { app: limited, remoteAddress: `10.9.9.${i + 1}` },
+          { app: limited, remoteAddress: "10.9.9.1" },
         ),
       ),
     );

@@ -22,12 +22,24 @@ const SETTLED_POLL_MS = 25;
 // single-key ones (migrations, demo seed); Postgres keeps the two key spaces apart.
 const ATTEMPT_LOCK_NAMESPACE = 727_465_102;
 
-/** What one failure is counted against: the client address and the account it tried. */
+// Across addresses an account is slowed, never refused (a stranger could otherwise lock its
+// owner out): past the allowance, each attempt on it waits twice as long as it would have after
+// one failure fewer, up to the cap.
+const ACCOUNT_DELAY_FIRST_MS = 250;
+const ACCOUNT_DELAY_CAP_MS = 3000;
+
+const accountOf = (email: string) => email.trim().toLowerCase();
+
+/**
+ * What one failure is counted against: the client address, and the address with the account
+ * it tried; failures on an account from every address only slow it down. Client ids are public,
+ * so a client is never counted against as such: its 256-bit secret is not guessable anyway.
+ */
 export const failureKeys = {
   signInAddress: (ip: string) => `sign-in:ip:${ip}`,
-  signInAccount: (email: string) => `sign-in:account:${email.trim().toLowerCase()}`,
+  signInAddressAndAccount: (ip: string, email: string) => `sign-in:pair:${ip}:${accountOf(email)}`,
+  signInAccount: (email: string) => `sign-in:account:${accountOf(email)}`,
   clientAddress: (ip: string) => `client:ip:${ip}`,
-  client: (clientId: string) => `client:id:${clientId}`,
 };
 
 /** What an authentication attempt found: `failed` ones stay counted. */
@@ -64,12 +76,15 @@ export class AuthFailureLimiter {
 
   /**
    * Runs `authenticate` unless a key has used up its allowance (then it is not run at all, so
-   * the refusal says nothing about the credentials).
+   * the refusal says nothing about the credentials). Failures on `throttledKey` (an account,
+   * from any address) never refuse: they only delay the attempts that follow.
    */
   async guard<T>(
     keys: readonly string[],
     authenticate: () => Promise<AttemptOutcome<T>>,
+    throttledKey?: string,
   ): Promise<GuardedAttempt<T>> {
+    if (throttledKey !== undefined) await sleep(await this.throttleDelayMs(throttledKey));
     const reservation = await this.admit(keys);
     if (reservation.limited) return reservation;
     let outcome: AttemptOutcome<T>;
@@ -80,9 +95,21 @@ export class AuthFailureLimiter {
       await this.forget(reservation.ids);
       throw error;
     }
-    if (outcome.failed) await this.settle(reservation.ids);
-    else await this.forget(reservation.ids);
+    if (outcome.failed) {
+      await this.settle(reservation.ids);
+      if (throttledKey !== undefined)
+        await this.db.insert(authFailures).values({ key: throttledKey });
+    } else {
+      await this.forget(reservation.ids);
+    }
     return { limited: false, value: outcome.value };
+  }
+
+  /** Nothing up to the allowance; then doubling from ACCOUNT_DELAY_FIRST_MS, capped. */
+  private async throttleDelayMs(key: string): Promise<number> {
+    const failures = (await this.countedRows(this.db, [key])).length;
+    if (failures < this.max) return 0;
+    return Math.min(ACCOUNT_DELAY_FIRST_MS * 2 ** (failures - this.max), ACCOUNT_DELAY_CAP_MS);
   }
 
   private async admit(keys: readonly string[]): Promise<Limited | Admitted> {
