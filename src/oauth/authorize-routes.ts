@@ -55,6 +55,12 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
       await renderInvalidRequest(request, reply, check.message);
       return null;
     }
+    // Sent back to the addon only for a signed-in member: before that, any registered redirect
+    // URI would serve anyone as an open redirector (RFC 9700 §4.11.2).
+    if ((await currentUser(app.db, request)) === null) {
+      await redirectToSignIn(reply, request.method === "GET" ? request.url : AUTHORIZE_PATH);
+      return null;
+    }
     await backToClient(reply, check.redirectUri, {
       error: check.error,
       error_description: check.description,

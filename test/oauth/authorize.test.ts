@@ -92,7 +92,26 @@ describe("requests that cannot be trusted show an error page and never redirect"
   });
 });
 
-describe("other errors go back to the client with 303, state and iss", () => {
+describe("other errors go back to the client with 303, state and iss, once signed in", () => {
+  let admin: InjectSession;
+  beforeAll(async () => {
+    admin = new InjectSession(t.app);
+    await admin.signIn("admin@acme.example", PASSWORD);
+  });
+
+  it("sends a signed-out visitor to sign in first, never to the client (no open redirect)", async () => {
+    for (const overrides of [
+      { scope: "bogus" },
+      { response_type: "token" },
+      { state: undefined },
+    ]) {
+      const url = authorizeUrl(validParams(overrides));
+      const res = await t.app.inject({ method: "GET", url });
+      expect(res.statusCode).toBe(303);
+      expect(res.headers.location).toBe(`/login?return_to=${encodeURIComponent(url)}`);
+    }
+  });
+
   it.each([
     [
       "a response_type other than code",
@@ -117,7 +136,7 @@ describe("other errors go back to the client with 303, state and iss", () => {
       "st-123",
     ],
   ])("%s", async (_name, overrides, error, state) => {
-    const res = await t.app.inject({ method: "GET", url: authorizeUrl(validParams(overrides)) });
+    const res = await admin.get(authorizeUrl(validParams(overrides)));
     expect(res.statusCode).toBe(303);
     const location = new URL(res.headers.location as string);
     expect(`${location.origin}${location.pathname}`).toBe("https://addon.example/callback");
@@ -130,12 +149,11 @@ describe("other errors go back to the client with 303, state and iss", () => {
   });
 
   it("a public client without PKCE", async () => {
-    const res = await t.app.inject({
-      method: "GET",
-      url: authorizeUrl(
+    const res = await admin.get(
+      authorizeUrl(
         validParams({ client_id: publicClient.clientId, redirect_uri: publicClient.redirectUri }),
       ),
-    });
+    );
     expect(res.statusCode).toBe(303);
     expect(new URL(res.headers.location as string).searchParams.get("error")).toBe(
       "invalid_request",
@@ -143,10 +161,7 @@ describe("other errors go back to the client with 303, state and iss", () => {
   });
 
   it("a repeated scope parameter", async () => {
-    const res = await t.app.inject({
-      method: "GET",
-      url: `${authorizeUrl(validParams())}&scope=pages:read`,
-    });
+    const res = await admin.get(`${authorizeUrl(validParams())}&scope=pages:read`);
     expect(res.statusCode).toBe(303);
     expect(new URL(res.headers.location as string).searchParams.get("error")).toBe(
       "invalid_request",
