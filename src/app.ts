@@ -90,12 +90,19 @@ async function registerBrowserPages(app: FastifyInstance, deps: AppDependencies)
 
 const MALFORMED_URL = "The request URL is malformed";
 
-// Before routing there is no browser scope (templates, helmet), so the page and its headers are
+// Outside any scope there are no templates or helmet, so these pages and their headers are
 // written out here: static, with nothing to escape and nothing to load.
-const MALFORMED_URL_PAGE = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Bad request</title></head>
-<body><main><h1>Bad request</h1><p>${MALFORMED_URL}.</p></main></body></html>
-`;
+function sendStaticPage(reply: FastifyReply, status: number, title: string, message: string) {
+  return reply
+    .code(status)
+    .type("text/html; charset=utf-8")
+    .header("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
+    .header("X-Content-Type-Options", "nosniff")
+    .header("X-Frame-Options", "DENY")
+    .send(
+      `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${title}</title></head>\n<body><main><h1>${title}</h1><p>${message}</p></main></body></html>\n`,
+    );
+}
 
 /** A path that cannot even be decoded: the API's envelope under /api/v1, a page elsewhere. */
 function answerUnroutableRequest(
@@ -104,17 +111,20 @@ function answerUnroutableRequest(
   reply: FastifyReply,
 ) {
   request.log.info({ err: error, url: loggableUrl(request.url) }, "request refused before routing");
-  reply.header("X-Request-Id", request.id).code(400);
+  reply.header("X-Request-Id", request.id);
   if (request.url.startsWith(API_PREFIX)) {
-    reply.send(failure("invalid_request", MALFORMED_URL));
+    reply.code(400).send(failure("invalid_request", MALFORMED_URL));
     return;
   }
-  reply
-    .type("text/html; charset=utf-8")
-    .header("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'")
-    .header("X-Content-Type-Options", "nosniff")
-    .header("X-Frame-Options", "DENY")
-    .send(MALFORMED_URL_PAGE);
+  sendStaticPage(reply, 400, "Bad request", `${MALFORMED_URL}.`);
+}
+
+/**
+ * An unknown path outside the API: a page, where Fastify's default would echo the URL (and any
+ * secret in its query) into the body and the log.
+ */
+function answerUnknownPage(_request: FastifyRequest, reply: FastifyReply) {
+  return sendStaticPage(reply, 404, "Not found", "There is no page at this address.");
 }
 
 export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> {
@@ -160,6 +170,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
 
   await app.register(swagger, openApiOptions(deps.config, changeEventsAsMarkdown()));
 
+  app.setNotFoundHandler(answerUnknownPage);
   registerHealthRoutes(app, deps.database, deps.redis);
   await app.register((api) => registerApi(api, deps), { prefix: API_PREFIX });
   await app.register(oauthMetadataRoutes, { config: deps.config });

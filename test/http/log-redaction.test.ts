@@ -1,0 +1,57 @@
+import { Writable } from "node:stream";
+import { pino } from "pino";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { buildApp } from "../../src/app.js";
+import { createTestApp, type TestApp } from "../support/app.js";
+
+let t: TestApp;
+let app: Awaited<ReturnType<typeof buildApp>>;
+let logged = "";
+
+beforeAll(async () => {
+  t = await createTestApp();
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logged += chunk.toString();
+      done();
+    },
+  });
+  app = await buildApp({
+    config: t.config,
+    database: t.database,
+    logger: pino({ level: "trace" }, sink),
+    queue: t.app.queue,
+  });
+});
+afterAll(async () => {
+  await app.close();
+  await t.close();
+});
+
+it("never writes secret-looking query parameters to the log, at any level", async () => {
+  const secrets = [
+    "s3cr3t-client",
+    "s3cr3t-code",
+    "s3cr3t-verifier",
+    "s3cr3t-token",
+    "s3cr3t-access",
+  ];
+  const query = `client_secret=${secrets[0]}&code=${secrets[1]}&code_verifier=${secrets[2]}&token=${secrets[3]}&Access_Token=${secrets[4]}&state=visible`;
+  for (const url of [
+    `/api/v1/oauth/token?${query}`,
+    `/oauth/authorize?${query}`,
+    `/api/v1/projects?${query}`,
+    `/no-such-page?${query}`,
+  ]) {
+    await app.inject({ method: url.includes("token") ? "POST" : "GET", url });
+  }
+  expect(logged).toContain("state=visible");
+  for (const secret of secrets) expect(logged).not.toContain(secret);
+});
+
+it("answers an unknown page with a 404 page that does not echo its address", async () => {
+  const res = await app.inject({ method: "GET", url: "/no-such-page?client_secret=s3cr3t" });
+  expect(res.statusCode).toBe(404);
+  expect(res.headers["content-type"]).toMatch(/^text\/html/);
+  expect(res.body).not.toContain("s3cr3t");
+});
