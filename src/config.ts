@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { CronExpressionParser } from "cron-parser";
+import ipaddr from "ipaddr.js";
 import { z } from "zod";
 
 const booleanFlag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
@@ -49,6 +50,10 @@ const envSchema = z.object({
     .transform((value, context) => parseDurationList(value, context)),
   WEBHOOK_AUTO_DISABLE_DAYS: positiveInt.default(5),
   WEBHOOK_RELAY_INTERVAL_MS: positiveInt.default(1000),
+  WEBHOOK_ALLOWED_PRIVATE_RANGES: z
+    .string()
+    .default("")
+    .transform((value, context) => parseCidrList(value, context)),
   HTTP_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   HTTP_CONNECTION_TIMEOUT_MS: positiveInt.default(60_000),
   DATABASE_POOL_SIZE: positiveInt.default(DEFAULT_POSTGRES_LIMITS.poolSize),
@@ -80,6 +85,19 @@ function parseTrustProxy(value: string, context: z.RefinementCtx): false | strin
     return false;
   }
   return trimmed;
+}
+
+/** Comma-separated CIDRs (`10.20.0.0/16,fd00:1::/64`); empty means none. */
+function parseCidrList(value: string, context: z.RefinementCtx): string[] {
+  const entries = value
+    .split(",")
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "");
+  const invalid = entries.filter((entry) => !ipaddr.isValidCIDR(entry));
+  if (invalid.length > 0) {
+    context.addIssue({ code: "custom", message: `not a CIDR: ${invalid.join(", ")}` });
+  }
+  return entries;
 }
 
 /** Refused at start, not found out by the worker when it first schedules the pass. */
@@ -169,6 +187,8 @@ export type Config = {
     quickRetrySeconds: number[];
     autoDisableDays: number;
     relayIntervalMs: number;
+    /** Private networks deliveries may reach on purpose, besides public addresses. */
+    allowedPrivateRanges: string[];
   };
 };
 
@@ -258,6 +278,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       quickRetrySeconds: e.WEBHOOK_QUICK_RETRIES,
       autoDisableDays: e.WEBHOOK_AUTO_DISABLE_DAYS,
       relayIntervalMs: e.WEBHOOK_RELAY_INTERVAL_MS,
+      allowedPrivateRanges: e.WEBHOOK_ALLOWED_PRIVATE_RANGES,
     },
   };
 }

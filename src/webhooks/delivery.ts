@@ -13,6 +13,7 @@ import { grouped, groupFor } from "./grouped.js";
 import { type DeliveryOutcome, postWebhook } from "./http-client.js";
 import { USER_AGENT, webhookPayload } from "./payload.js";
 import { decryptSecret } from "./secret-box.js";
+import { webhookNetworkOf } from "./url-policy.js";
 import { computeSignature } from "./verify.js";
 
 export type DeliveryDeps = { db: Db; config: Config; logger: WebhookLog };
@@ -95,25 +96,23 @@ function signingSecret(secretKey: string, ciphertext: string): string {
 async function send(
   deps: DeliveryDeps,
   { delivery, event, webhook }: Loaded,
-): Promise<DeliveryOutcome> {
+): Promise<{ outcome: DeliveryOutcome; headers: Record<string, string> }> {
   const body = Buffer.from(JSON.stringify(webhookPayload(event)));
   const timestamp = Math.floor(Date.now() / 1000);
   const secret = signingSecret(deps.config.secretKey, webhook.secretCiphertext);
-  return postWebhook(
-    {
-      url: webhook.url,
-      body,
-      headers: {
-        "Content-Type": "application/json",
-        "User-Agent": USER_AGENT,
-        "X-Service-Event": event.type,
-        "X-Service-Delivery": delivery.id,
-        "X-Service-Timestamp": String(timestamp),
-        "X-Service-Signature": computeSignature(secret, timestamp, body),
-      },
-    },
-    { production: deps.config.isProduction },
+  const headers = {
+    "Content-Type": "application/json",
+    "User-Agent": USER_AGENT,
+    "X-Service-Event": event.type,
+    "X-Service-Delivery": delivery.id,
+    "X-Service-Timestamp": String(timestamp),
+    "X-Service-Signature": computeSignature(secret, timestamp, body),
+  };
+  const outcome = await postWebhook(
+    { url: webhook.url, body, headers },
+    webhookNetworkOf(deps.config),
   );
+  return { outcome, headers };
 }
 
 type NextState = {
@@ -163,7 +162,7 @@ export async function attemptDelivery(
   const loaded = await loadDelivery(deps.db, deliveryId);
   if (loaded === undefined || !shouldAttempt(loaded, trigger)) return null;
   const attemptedAt = new Date();
-  const outcome = await send(deps, loaded);
+  const { outcome, headers } = await send(deps, loaded);
   const next: NextState = outcome.ok
     ? { status: "delivered", nextAttemptAt: null }
     : nextStateAfterFailure(deps.config, loaded, trigger);
@@ -175,6 +174,7 @@ export async function attemptDelivery(
     statusCode: outcome.statusCode,
     error: outcome.error,
     responseSnippet: outcome.responseSnippet,
+    requestHeaders: headers,
     ok: outcome.ok,
     status: next.status,
     nextAttemptAt: next.nextAttemptAt,

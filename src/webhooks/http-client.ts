@@ -1,12 +1,13 @@
 import { lookup as systemLookup } from "node:dns";
 import type { LookupFunction } from "node:net";
 import { Agent, buildConnector, request } from "undici";
-import { isForbiddenAddress } from "./url-policy.js";
+import { isForbiddenAddress, type WebhookNetwork } from "./url-policy.js";
 
 /**
  * The HTTP POST that delivers one webhook (spec, "Events": a 2xx within 10 seconds is success,
  * anything else is retried). Redirects are never followed, the response is read only up to a
- * small cap, and in production the connection itself refuses private and reserved addresses.
+ * small cap, and the connection itself refuses private and reserved addresses in every mode
+ * (but those the network policy excepts).
  */
 
 export interface WebhookRequest {
@@ -16,8 +17,7 @@ export interface WebhookRequest {
   headers: Record<string, string>;
 }
 
-export interface WebhookPostOptions {
-  production: boolean;
+export interface WebhookPostOptions extends WebhookNetwork {
   /** Bound on the whole exchange: connect, headers and body. */
   timeoutMs?: number;
 }
@@ -37,7 +37,7 @@ const DEFAULT_TIMEOUT_MS = 10_000;
 const MAX_RESPONSE_BYTES = 64 * 1024;
 const SNIPPET_BYTES = 1024;
 
-/** Raised by the production connector; its message is what ends up in the attempt's error. */
+/** Raised by the connector; its message is what ends up in the attempt's error. */
 class ForbiddenAddressError extends Error {
   readonly code = "ERR_WEBHOOK_FORBIDDEN_ADDRESS";
 
@@ -51,24 +51,26 @@ class ForbiddenAddressError extends Error {
  * Drops forbidden addresses from name resolution so a host with both public and private addresses
  * is reached on a public one, and a host with only private ones fails before any packet is sent.
  */
-const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
-  systemLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) {
-      callback(error, []);
-      return;
-    }
-    const allowed = addresses.filter((entry) => !isForbiddenAddress(entry.address));
-    const [first] = allowed;
-    if (first === undefined) {
-      const refused = addresses[0]?.address ?? hostname;
-      callback(new ForbiddenAddressError(refused), []);
-      return;
-    }
-    // Node asks for all addresses when it races IPv4 and IPv6 (autoSelectFamily), otherwise one.
-    if (options.all) callback(null, allowed);
-    else callback(null, first.address, first.family);
-  });
-};
+const allowedOnlyLookup =
+  (network: WebhookNetwork): LookupFunction =>
+  (hostname, options, callback) => {
+    systemLookup(hostname, { ...options, all: true }, (error, addresses) => {
+      if (error) {
+        callback(error, []);
+        return;
+      }
+      const allowed = addresses.filter((entry) => !isForbiddenAddress(entry.address, network));
+      const [first] = allowed;
+      if (first === undefined) {
+        const refused = addresses[0]?.address ?? hostname;
+        callback(new ForbiddenAddressError(refused), []);
+        return;
+      }
+      // Node asks for all addresses when it races IPv4 and IPv6 (autoSelectFamily), otherwise one.
+      if (options.all) callback(null, allowed);
+      else callback(null, first.address, first.family);
+    });
+  };
 
 /**
  * A connector that checks the peer address of the TCP connection before anything is sent on it.
@@ -77,8 +79,8 @@ const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
  * resolved to, the address we are actually connected to is the one judged. For https the TLS
  * handshake runs on the already-checked socket, so no ClientHello reaches a forbidden host.
  */
-function buildPublicOnlyConnector(): buildConnector.connector {
-  const connectTcpOrTls = buildConnector({ lookup: publicOnlyLookup });
+function buildAllowedOnlyConnector(network: WebhookNetwork): buildConnector.connector {
+  const connectTcpOrTls = buildConnector({ lookup: allowedOnlyLookup(network) });
   return (options, callback) => {
     const defaultPort = options.protocol === "https:" ? "443" : "80";
     connectTcpOrTls(
@@ -90,7 +92,7 @@ function buildPublicOnlyConnector(): buildConnector.connector {
           return;
         }
         const address = socket.remoteAddress;
-        if (address === undefined || isForbiddenAddress(address)) {
+        if (address === undefined || isForbiddenAddress(address, network)) {
           socket.destroy();
           callback(new ForbiddenAddressError(address ?? "unknown"), null);
           return;
@@ -114,25 +116,24 @@ const AGENT_OPTIONS = {
   keepAliveMaxTimeout: 60_000,
 } as const;
 
-let productionAgent: Agent | undefined;
-let localAgent: Agent | undefined;
+// One agent per network policy (a process has one), each checking every connection it opens.
+const agents = new Map<string, Agent>();
 
-function agentFor(production: boolean): Agent {
-  if (production) {
-    productionAgent ??= new Agent({ ...AGENT_OPTIONS, connect: buildPublicOnlyConnector() });
-    return productionAgent;
+function agentFor(network: WebhookNetwork): Agent {
+  const key = `${network.production}|${(network.allowedPrivateRanges ?? []).join(",")}`;
+  let agent = agents.get(key);
+  if (agent === undefined) {
+    agent = new Agent({ ...AGENT_OPTIONS, connect: buildAllowedOnlyConnector(network) });
+    agents.set(key, agent);
   }
-  // Outside production receivers live on 127.0.0.1, so there is nothing to refuse.
-  localAgent ??= new Agent(AGENT_OPTIONS);
-  return localAgent;
+  return agent;
 }
 
 /** Closes the shared agents (waiting for requests in flight); call on shutdown. */
 export async function closeWebhookAgents(): Promise<void> {
-  const agents = [productionAgent, localAgent].filter((agent) => agent !== undefined);
-  productionAgent = undefined;
-  localAgent = undefined;
-  await Promise.all(agents.map((agent) => agent.close()));
+  const open = [...agents.values()];
+  agents.clear();
+  await Promise.all(open.map((agent) => agent.close()));
 }
 
 function describeTimeout(timeoutMs: number): string {
@@ -184,7 +185,7 @@ export async function postWebhook(
       method: "POST",
       headers: webhook.headers,
       body: webhook.body,
-      dispatcher: agentFor(options.production),
+      dispatcher: agentFor(options),
       signal,
     });
     statusCode = response.statusCode;

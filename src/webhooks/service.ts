@@ -14,11 +14,11 @@ import {
   changeEventCatalogue,
 } from "../modules/change-events/catalogue.js";
 import { encryptSecret, generateSigningSecret } from "./secret-box.js";
-import { checkWebhookUrl } from "./url-policy.js";
+import { checkWebhookUrl, type WebhookNetwork } from "./url-policy.js";
 
 const webhookEventTypes: ChangeEventType[] = changeEventCatalogue.map((entry) => entry.type);
 
-export type RegistrationSettings = { secretKey: string; production: boolean };
+export type RegistrationSettings = { secretKey: string } & WebhookNetwork;
 
 function isEventType(type: string): type is ChangeEventType {
   return (webhookEventTypes as string[]).includes(type);
@@ -48,7 +48,7 @@ export async function createWebhook(
   settings: RegistrationSettings,
   input: NewWebhook,
 ): Promise<{ id: string; secret: string }> {
-  const checked = await checkWebhookUrl(input.url, { production: settings.production });
+  const checked = await checkWebhookUrl(input.url, settings);
   if (!checked.ok) throw new InvalidRequest(`url: ${checked.reason}`);
   const events = parseEventTypes(input.events);
   const secret = generateSigningSecret();

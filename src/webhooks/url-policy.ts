@@ -1,5 +1,6 @@
 import { promises as dns } from "node:dns";
 import ipaddr from "ipaddr.js";
+import type { Config } from "../config.js";
 
 /**
  * Which webhook URLs may be registered (spec, "Events" → "Registration rules"), and which network
@@ -9,8 +10,26 @@ import ipaddr from "ipaddr.js";
 
 export type WebhookUrlCheck = { ok: true; url: string } | { ok: false; reason: string };
 
-export interface WebhookUrlPolicyOptions {
+/**
+ * Where deliveries may go beyond public unicast: loopback outside production (a receiver on the
+ * developer's machine, and the tests'), and the private ranges an operator named on purpose
+ * (WEBHOOK_ALLOWED_PRIVATE_RANGES).
+ */
+export interface WebhookNetwork {
   production: boolean;
+  /** CIDRs, e.g. `10.20.0.0/16`, already validated by the configuration. */
+  allowedPrivateRanges?: readonly string[];
+}
+
+/** The network policy a configuration sets. */
+export function webhookNetworkOf(config: Config): WebhookNetwork {
+  return {
+    production: config.isProduction,
+    allowedPrivateRanges: config.webhooks.allowedPrivateRanges,
+  };
+}
+
+export interface WebhookUrlPolicyOptions extends WebhookNetwork {
   /** Resolves a host name to its addresses; defaults to the system resolver (`dns.lookup`). */
   resolve?: (hostname: string) => Promise<string[]>;
 }
@@ -18,8 +37,9 @@ export interface WebhookUrlPolicyOptions {
 // Generous for any real receiver; stops a pasted blob from being stored and echoed back to admins.
 const MAX_URL_LENGTH = 2048;
 
-// Outside production a developer may point a webhook at a receiver on their own machine.
-const LOCAL_HTTP_HOSTS = new Set(["localhost", "127.0.0.1"]);
+// Outside production a developer may point a webhook at a receiver on their own machine, over
+// plain http too.
+const LOCAL_HTTP_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 // IANA's global unicast block (RFC 4291 §2.4); everything else in the v6 space outside the
 // embedded-v4 forms handled below (IPv4-compatible ::/96, IETF-reserved space) is not a receiver.
@@ -54,21 +74,43 @@ function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
   return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
 }
 
+/** The v4 address a v6 spelling leads to, or the address itself. */
+function destinationOf(parsed: IPAddress): IPAddress {
+  return parsed instanceof ipaddr.IPv4 ? parsed : (embeddedIPv4(parsed) ?? parsed);
+}
+
+function isOrdinaryPublic(parsed: IPAddress): boolean {
+  const destination = destinationOf(parsed);
+  if (destination instanceof ipaddr.IPv4) return destination.range() === "unicast";
+  return destination.range() === "unicast" && destination.match(IPV6_GLOBAL_UNICAST);
+}
+
+function isExcepted(parsed: IPAddress, network: WebhookNetwork): boolean {
+  const destination = destinationOf(parsed);
+  if (!network.production && destination.range() === "loopback") return true;
+  return (network.allowedPrivateRanges ?? []).some((cidr) => {
+    const [range, bits] = ipaddr.parseCIDR(cidr);
+    return range.kind() === destination.kind() && destination.match(range, bits);
+  });
+}
+
 /**
  * True when a delivery must not reach this address: anything that is not ordinary public unicast
  * (loopback, private, shared/CGNAT, link-local including cloud metadata, unique-local, multicast,
- * broadcast, unspecified, documentation, benchmarking and other reserved ranges). v6 spellings of
- * a v4 destination are judged by the v4 address. 6to4 (2002::/16) and Teredo (2001::/32) are
- * refused outright rather than unwrapped: both are deprecated relay mechanisms (RFC 7526) and a
- * real receiver has a native address. An address that does not parse is forbidden (fail closed).
+ * broadcast, unspecified, documentation, benchmarking and other reserved ranges), in every mode,
+ * unless `network` excepts it (loopback outside production, ranges the operator named). v6
+ * spellings of a v4 destination are judged by the v4 address. 6to4 (2002::/16) and Teredo
+ * (2001::/32) are refused outright rather than unwrapped: both are deprecated relay mechanisms
+ * (RFC 7526) and a real receiver has a native address. An address that does not parse is
+ * forbidden (fail closed).
  */
-export function isForbiddenAddress(address: string): boolean {
+export function isForbiddenAddress(
+  address: string,
+  network: WebhookNetwork = { production: true },
+): boolean {
   const parsed = parseAddress(address);
   if (parsed === null) return true;
-  if (parsed instanceof ipaddr.IPv4) return parsed.range() !== "unicast";
-  const embedded = embeddedIPv4(parsed);
-  if (embedded !== undefined) return embedded.range() !== "unicast";
-  return parsed.range() !== "unicast" || !parsed.match(IPV6_GLOBAL_UNICAST);
+  return !isOrdinaryPublic(parsed) && !isExcepted(parsed, network);
 }
 
 async function resolveWithSystem(hostname: string): Promise<string[]> {
@@ -130,26 +172,27 @@ export async function checkWebhookUrl(
     return refuse("URL must not contain a fragment");
   }
 
-  if (options.production) {
-    const reason = await refuseNonPublicHost(url.hostname, options.resolve ?? resolveWithSystem);
-    if (reason !== null) return refuse(reason);
-  }
+  const reason = await refuseNonPublicHost(url.hostname, options);
+  if (reason !== null) return refuse(reason);
   return { ok: true, url: url.href };
 }
 
 async function refuseNonPublicHost(
   hostname: string,
-  resolve: (hostname: string) => Promise<string[]>,
+  options: WebhookUrlPolicyOptions,
 ): Promise<string | null> {
   if (isIpLiteral(hostname)) {
     const address = hostname.replace(/^\[|\]$/g, "");
-    return isForbiddenAddress(address)
+    const parsed = parseAddress(address);
+    if (parsed !== null && isExcepted(parsed, options)) return null;
+    return isForbiddenAddress(address, options)
       ? `URL points to a private or reserved address (${address})`
       : `URL must use a host name, not an IP address (${address})`;
   }
   if (isLocalhostName(hostname)) {
-    return `URL must not point to localhost (${hostname})`;
+    return options.production ? `URL must not point to localhost (${hostname})` : null;
   }
+  const resolve = options.resolve ?? resolveWithSystem;
 
   let addresses: string[];
   try {
@@ -165,7 +208,7 @@ async function refuseNonPublicHost(
     return `URL host does not resolve (${hostname})`;
   }
   // Every address must be public: a connection may use any of them.
-  const forbidden = addresses.find(isForbiddenAddress);
+  const forbidden = addresses.find((address) => isForbiddenAddress(address, options));
   if (forbidden !== undefined) {
     return `URL host ${hostname} resolves to a private or reserved address (${forbidden})`;
   }

@@ -50,3 +50,39 @@ describe("WEBHOOK_RETRY_CRON", () => {
     },
   );
 });
+
+describe("WEBHOOK_ALLOWED_PRIVATE_RANGES", () => {
+  it("names no private range by default, and the CIDRs given when set", () => {
+    expect(loadConfig(base).webhooks.allowedPrivateRanges).toEqual([]);
+    expect(
+      loadConfig({ ...base, WEBHOOK_ALLOWED_PRIVATE_RANGES: "10.20.0.0/16, fd00:1::/64" }).webhooks
+        .allowedPrivateRanges,
+    ).toEqual(["10.20.0.0/16", "fd00:1::/64"]);
+  });
+
+  it("refuses what is not a CIDR, naming the variable", () => {
+    expect(() => loadConfig({ ...base, WEBHOOK_ALLOWED_PRIVATE_RANGES: "10.0.0.1" })).toThrow(
+      /WEBHOOK_ALLOWED_PRIVATE_RANGES: not a CIDR: 10\.0\.0\.1/,
+    );
+  });
+});
+
+describe("timeouts", () => {
+  it("bound requests, connections, the database and shutdown by default", () => {
+    const config = loadConfig(base);
+    expect(config.http).toEqual({ requestTimeoutMs: 30_000, connectionTimeoutMs: 60_000 });
+    expect(config.postgres).toEqual({
+      poolSize: 10,
+      connectTimeoutMs: 1000,
+      statementTimeoutMs: 10_000,
+      idleInTransactionTimeoutMs: 10_000,
+    });
+    expect(config.shutdownTimeoutMs).toBe(20_000);
+  });
+
+  it("refuses a timeout that is not a positive number of milliseconds", () => {
+    expect(() => loadConfig({ ...base, DATABASE_STATEMENT_TIMEOUT_MS: "0" })).toThrow(
+      /DATABASE_STATEMENT_TIMEOUT_MS/,
+    );
+  });
+});

@@ -1,8 +1,10 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { networkInterfaces } from "node:os";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { closeWebhookAgents, postWebhook } from "../../src/webhooks/http-client.js";
+import { isForbiddenAddress } from "../../src/webhooks/url-policy.js";
 
 interface ReceivedRequest {
   method: string | undefined;
@@ -23,6 +25,7 @@ const openReceivers: Receiver[] = [];
 /** A real HTTP server on 127.0.0.1 that records every request, then answers with `respond`. */
 async function startReceiver(
   respond: (response: ServerResponse, request: IncomingMessage) => void,
+  host = "127.0.0.1",
 ): Promise<Receiver> {
   const requests: ReceivedRequest[] = [];
   const server = createServer(async (request, response) => {
@@ -36,11 +39,11 @@ async function startReceiver(
     });
     respond(response, request);
   });
-  server.listen(0, "127.0.0.1");
+  server.listen(0, host);
   await once(server, "listening");
   const { port } = server.address() as AddressInfo;
   const receiver: Receiver = {
-    origin: `http://127.0.0.1:${port}`,
+    origin: `http://${host}:${port}`,
     port,
     requests,
     close: async () => {
@@ -270,8 +273,39 @@ describe("postWebhook", () => {
     expect(outcome.responseSnippet).toBe("\u20ac".repeat(341));
   });
 
+  it("refuses a private or reserved address outside production too (only loopback is let in)", async () => {
+    // The machine's own address on its network: never public on a test machine.
+    const own = Object.values(networkInterfaces())
+      .flat()
+      .find((entry) => entry !== undefined && !entry.internal && entry.family === "IPv4");
+    expect(own, "a non-loopback IPv4 address on this machine").toBeDefined();
+    const address = own?.address as string;
+    expect(isForbiddenAddress(address, development)).toBe(true);
+    const receiver = await startReceiver(
+      (response) => response.end("should not be reached"),
+      address,
+    );
+
+    const outcome = await postWebhook({ url: receiver.origin, body, headers }, development);
+
+    expect(outcome.error).toBe(`connection to forbidden address ${address} refused`);
+    expect(receiver.requests).toHaveLength(0);
+  });
+
   describe("in production", () => {
     const production = { production: true };
+
+    it("reaches a private range the operator named", async () => {
+      const receiver = await startReceiver((response) => response.end("ok"));
+
+      const outcome = await postWebhook(
+        { url: receiver.origin, body, headers },
+        { production: true, allowedPrivateRanges: ["127.0.0.0/8"] },
+      );
+
+      expect(outcome).toMatchObject({ ok: true, statusCode: 200 });
+      expect(receiver.requests).toHaveLength(1);
+    });
 
     it("refuses to connect to a loopback address given as an IP literal", async () => {
       const receiver = await startReceiver((response) => response.end("should not be reached"));

@@ -265,12 +265,12 @@ describe("checkWebhookUrl", () => {
     ["http://LOCALHOST:3000/", "http://localhost:3000/"],
     ["http://127.0.0.1:8080/x", "http://127.0.0.1:8080/x"],
     ["http://127.0.0.1/", "http://127.0.0.1/"],
-    // https goes anywhere outside production, addresses unchecked
+    ["http://[::1]:3000/", "http://[::1]:3000/"],
+    // https to public hosts, and to loopback (the developer's own machine)
     ["https://hooks.example.com/x", "https://hooks.example.com/x"],
     ["https://localhost:8443/", "https://localhost:8443/"],
-    ["https://10.0.0.1/", "https://10.0.0.1/"],
+    ["https://127.0.0.1:8443/", "https://127.0.0.1:8443/"],
     ["https://[::1]:8443/", "https://[::1]:8443/"],
-    ["https://nowhere.example.com/", "https://nowhere.example.com/"],
   ])("development accepts %s", async (input, normalised) => {
     expect(await checkWebhookUrl(input, development)).toEqual({ ok: true, url: normalised });
   });
@@ -280,7 +280,6 @@ describe("checkWebhookUrl", () => {
   it.each([
     ["http://hooks.example.com/", httpOnlyLocal],
     ["http://10.0.0.1/", httpOnlyLocal],
-    ["http://[::1]:3000/", httpOnlyLocal],
     ["http://localhost.:3000/", httpOnlyLocal],
     ["http://api.localhost:3000/", httpOnlyLocal],
     ["ftp://localhost/", httpOnlyLocal],
@@ -289,21 +288,40 @@ describe("checkWebhookUrl", () => {
     ["https://user:pass@hooks.example.com/", "URL must not contain credentials"],
     ["http://localhost:3000/#x", "URL must not contain a fragment"],
     ["not a url", "URL is not a valid absolute URL"],
+    // Private, link-local and reserved addresses are refused in every mode (SSRF).
+    ["https://10.0.0.1/", "URL points to a private or reserved address (10.0.0.1)"],
+    [
+      "https://169.254.169.254/latest",
+      "URL points to a private or reserved address (169.254.169.254)",
+    ],
+    ["https://[fd00::1]/", "URL points to a private or reserved address (fd00::1)"],
+    [
+      "https://internal.example.com/",
+      "URL host internal.example.com resolves to a private or reserved address (10.0.0.7)",
+    ],
+    [
+      "https://metadata.example.com/",
+      "URL host metadata.example.com resolves to a private or reserved address (169.254.169.254)",
+    ],
+    ["https://nowhere.example.com/", expect.stringMatching(/^URL host does not resolve/)],
   ])("development refuses %s", async (input, reason) => {
     expect(await checkWebhookUrl(input, development)).toEqual({ ok: false, reason });
   });
 
-  it("does not resolve anything outside production", async () => {
-    const lookedUp: string[] = [];
-    const result = await checkWebhookUrl("https://hooks.example.com/", {
-      production: false,
-      resolve: async (hostname) => {
-        lookedUp.push(hostname);
-        return ["10.0.0.1"];
-      },
-    });
-    expect(result).toEqual({ ok: true, url: "https://hooks.example.com/" });
-    expect(lookedUp).toEqual([]);
+  it("admits a private range only when the operator named it, in any mode", async () => {
+    for (const mode of [production, development]) {
+      const allowing = { ...mode, allowedPrivateRanges: ["10.0.0.0/29", "fd00::/64"] };
+      expect(await checkWebhookUrl("https://internal.example.com/", allowing)).toEqual({
+        ok: true,
+        url: "https://internal.example.com/",
+      });
+      expect(await checkWebhookUrl("https://[fd00::1]/", allowing)).toMatchObject({ ok: true });
+      // Only that range: the rest of 10/8 and the metadata address stay refused.
+      expect(await checkWebhookUrl("https://10.0.0.9/", allowing)).toMatchObject({ ok: false });
+      expect(await checkWebhookUrl("https://metadata.example.com/", allowing)).toMatchObject({
+        ok: false,
+      });
+    }
   });
 
   it("uses the system resolver by default", async () => {

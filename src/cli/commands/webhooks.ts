@@ -10,6 +10,7 @@ import {
   listWebhooks,
   setWebhookEnabled,
 } from "../../webhooks/service.js";
+import { webhookNetworkOf } from "../../webhooks/url-policy.js";
 import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
 import { CliError, UsageError } from "../cli-error.js";
 import { requireOrganizationId, withDatabase } from "../context.js";
@@ -40,7 +41,7 @@ async function create(args: string[]): Promise<void> {
   const created = await withDatabase(async (db, config) =>
     createWebhook(
       db,
-      { secretKey: config.secretKey, production: config.isProduction },
+      { secretKey: config.secretKey, ...webhookNetworkOf(config) },
       { organizationId: await requireOrganizationId(db, orgSlug), url, events },
     ),
   );
