@@ -1,0 +1,136 @@
+import { randomBytes } from "node:crypto";
+import { Queue } from "bullmq";
+import { eq, sql } from "drizzle-orm";
+import { Redis } from "ioredis";
+import pg from "pg";
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { type Database, rowsOf } from "../../src/db/client.js";
+import { webhookAttempts, webhookDeliveries } from "../../src/db/schema/index.js";
+import { createWebhook } from "../../src/webhooks/service.js";
+import { TEST_SECRET_KEY } from "../support/app.js";
+import {
+  type PostgresCluster,
+  type RedisServer,
+  startPostgresCluster,
+  startRedisServer,
+} from "../support/clusters.js";
+import { eventually } from "../support/eventually.js";
+import { importFixture, mintToken, workspaceDocument } from "../support/fixtures.js";
+import { Receiver } from "../support/receiver.js";
+import { call, openServiceDatabase, type ServiceProcess, startService } from "./service-process.js";
+
+// The window this test opens for real: the worker has taken the delivery's job off the queue
+// (BullMQ holds it as active, locked to that worker) and is loading the delivery, which the test
+// keeps waiting on a table lock, so nothing has been sent. The worker is SIGKILLed right there.
+// workers.test.ts kills a worker later, while its request is at the receiver.
+
+let cluster: PostgresCluster;
+let redis: RedisServer;
+let database: Database;
+let receiver: Receiver;
+const services: ServiceProcess[] = [];
+const queuePrefix = `faults-${randomBytes(6).toString("hex")}`;
+
+beforeAll(async () => {
+  [cluster, redis, receiver] = await Promise.all([
+    startPostgresCluster(),
+    startRedisServer(),
+    new Receiver().start(),
+  ]);
+  database = await openServiceDatabase(cluster.url);
+});
+afterAll(async () => {
+  await Promise.all(services.map((service) => service.kill()));
+  await database?.close();
+  await receiver?.stop();
+  await redis?.kill();
+  await cluster?.destroy();
+});
+
+it("still delivers a delivery whose worker was SIGKILLed between claiming it and sending it", async () => {
+  const env = {
+    DATABASE_URL: cluster.url,
+    REDIS_URL: redis.url,
+    QUEUE_PREFIX: queuePrefix,
+    WEBHOOK_RELAY_INTERVAL_MS: "100",
+    WEBHOOK_QUICK_RETRIES: "",
+    // The shortest lock allowed: a dead worker's job is taken over soonest.
+    WORKER_LOCK_SECONDS: "11",
+    DATABASE_POOL_SIZE: "5",
+  };
+  const ws = await importFixture(
+    database.db,
+    workspaceDocument("killed", {
+      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
+    }),
+  );
+  await createWebhook(
+    database.db,
+    { secretKey: TEST_SECRET_KEY, production: false },
+    { organizationId: ws.organization.id, url: receiver.url("/killed"), events: ["task.created"] },
+  );
+  const token = await mintToken(database.db, ws);
+  const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
+  const queue = new Queue("workspace", { connection, prefix: queuePrefix });
+  const locker = new pg.Client({ connectionString: cluster.url });
+  await locker.connect();
+  try {
+    // The queue is paused so that the first worker fans the event out and queues its job, but
+    // takes the job only once the test has the table locked.
+    await queue.pause();
+    const [api, first] = await Promise.all([
+      startService("serve", env),
+      startService("worker", env),
+    ]);
+    services.push(api, first);
+    const created = await call(`${api.url}/api/v1/projects/rover/tasks`, {
+      token,
+      body: { title: "Claimed, never sent" },
+    });
+    expect(created.status, created.text).toBe(200);
+    const delivery = await eventually(
+      async () => (await database.db.select().from(webhookDeliveries))[0],
+    );
+    const jobId = `delivery-${delivery.id}-a0`;
+    await eventually(async () => (await queue.getJob(jobId)) !== undefined);
+
+    await locker.query("begin");
+    await locker.query("lock table webhook_deliveries in access exclusive mode");
+    await queue.resume();
+    // Claimed: the job is active, and the worker's load of that delivery waits on the lock.
+    await eventually(async () => (await queue.getJobState(jobId)) === "active");
+    await eventually(async () => {
+      const waiting = await database.db.execute(sql`
+        select 1 from pg_stat_activity
+        where wait_event_type = 'Lock'
+          and query like '%from "webhook_deliveries" inner join "change_events"%'`);
+      return rowsOf(waiting).length > 0;
+    });
+    first.child.kill("SIGKILL");
+    await first.exited;
+    expect(receiver.on("/killed")).toHaveLength(0);
+    await locker.query("rollback");
+
+    const second = await startService("worker", env);
+    services.push(second);
+    const delivered = await eventually(async () => {
+      const [row] = await database.db
+        .select()
+        .from(webhookDeliveries)
+        .where(eq(webhookDeliveries.id, delivery.id));
+      return row?.status === "delivered" ? row : null;
+    }, 90_000);
+    expect(delivered.attempts).toBe(1);
+    const sent = receiver.on("/killed");
+    expect(sent.map((request) => request.headers["x-service-delivery"])).toEqual([delivery.id]);
+    const attempts = await database.db
+      .select()
+      .from(webhookAttempts)
+      .where(eq(webhookAttempts.deliveryId, delivery.id));
+    expect(attempts).toHaveLength(1);
+  } finally {
+    await locker.end();
+    await queue.close();
+    connection.disconnect();
+  }
+}, 150_000);
