@@ -70,13 +70,13 @@ export async function exchangeAuthorizationCode(
     .innerJoin(oauthGrants, eq(oauthGrants.id, oauthCodes.grantId))
     .where(eq(oauthCodes.codeHash, hashSecret(exchange.code)))
     .limit(1);
-  if (code === undefined)
+  // A code issued to another client is no code at all to this one (RFC 6749 §4.1.3): the same
+  // answer as an unknown code, and judged before reuse, so presenting another addon's used code
+  // neither learns that it was used nor revokes the tokens that addon holds.
+  if (code === undefined || code.clientId !== exchange.addon.id)
     throw new TokenError("invalid_grant", "The authorization code is unknown");
   if (code.usedAt !== null) {
     throw await revokeTokensOfReusedCode(db, code, exchange);
-  }
-  if (code.clientId !== exchange.addon.id) {
-    throw new TokenError("invalid_grant", "The authorization code was issued to another client");
   }
   if (code.expired) throw new TokenError("invalid_grant", "The authorization code has expired");
   if (code.redirectUri !== exchange.redirectUri) {
