@@ -63,6 +63,7 @@ const envSchema = z.object({
     DEFAULT_POSTGRES_LIMITS.idleInTransactionTimeoutMs,
   ),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(20_000),
+  SESSION_IDLE_TIMEOUT_MINUTES: positiveInt.default(30),
   TRUST_PROXY: z
     .string()
     .default("false")
@@ -176,6 +177,10 @@ export type Config = {
   };
   /** Bounds on every PostgreSQL connection of the process (not the embedded PGlite). */
   postgres: PostgresLimits;
+  /** A browser session unused this long is signed out (besides its 8-hour lifetime). */
+  sessionIdleTimeoutMs: number;
+  /** PUBLIC_URL is https: Secure cookies and HSTS, whatever NODE_ENV says. */
+  httpsOnly: boolean;
   /** SIGTERM: how long in-flight requests and delivery attempts get before the process gives up. */
   shutdownTimeoutMs: number;
   webhooks: {
@@ -241,11 +246,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const secretKey = e.SECRET_KEY ?? localSecretKey(dataDir);
   const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
+  const publicUrl = (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, "");
   return {
     isProduction,
     port: e.PORT,
     host: e.HOST,
-    publicUrl: (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, ""),
+    publicUrl,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     embedded,
@@ -272,6 +278,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
     },
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MINUTES * 60_000,
+    httpsOnly: publicUrl.startsWith("https:"),
     webhooks: {
       retryCron: e.WEBHOOK_RETRY_CRON,
       retryPasses: e.WEBHOOK_RETRY_PASSES,

@@ -22,7 +22,8 @@ const SESSION_MAX_AGE_MS = 8 * 60 * 60 * 1000;
 
 /** `__Host-` (RFC 6265bis) pins the cookie to this host and path `/`; it needs Secure. */
 export function sessionCookieName(config: Config): string {
-  return config.isProduction ? "__Host-svc_session" : "svc_session";
+  // __Host- cookies must be Secure; the prefix then also pins them to this host and path.
+  return config.httpsOnly ? "__Host-svc_session" : "svc_session";
 }
 
 // SECRET_KEY also encrypts webhook secrets; the cookie signer gets a key of its own derived
@@ -107,7 +108,9 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
       path: "/",
       httpOnly: true,
       sameSite: "lax",
-      secure: config.isProduction,
+      // Follows PUBLIC_URL's scheme, not NODE_ENV: a service reached over https never sends
+      // its session over plain http.
+      secure: config.httpsOnly,
       maxAge: SESSION_MAX_AGE_MS,
     },
   });
@@ -124,7 +127,7 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
     contentSecurityPolicy: { useDefaults: false, directives: pageDirectives(config.isProduction) },
     frameguard: { action: "deny" },
     referrerPolicy: { policy: "no-referrer" },
-    hsts: config.isProduction ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+    hsts: config.httpsOnly ? { maxAge: 31_536_000, includeSubDomains: true } : false,
   });
   await app.register(formbody);
   const views = findViewsFolder();

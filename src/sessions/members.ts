@@ -10,6 +10,8 @@ export type AdminOrganization = { id: string; slug: string; name: string };
 declare module "fastify" {
   interface Session {
     userId?: string;
+    /** When the signed-in member was last seen (ms), for the idle timeout. */
+    lastSeenAt?: number;
     /** A one-line notice shown on the next page (after a redirect). */
     notice?: string;
   }
@@ -19,10 +21,37 @@ declare module "fastify" {
   }
 }
 
+// The session row is written again only when the last sighting is older than this, so a busy
+// member does not cost a write per page.
+const SEEN_RESOLUTION_MS = 60_000;
+
+/** Marks the session's member as seen now. */
+export function markSeen(request: FastifyRequest): void {
+  request.session.lastSeenAt = Date.now();
+}
+
+/**
+ * The session's member, unless the session sat idle past SESSION_IDLE_TIMEOUT_MINUTES: then
+ * it is signed out.
+ */
+function activeUserIdOf(request: FastifyRequest): string | undefined {
+  const session = request.session;
+  if (typeof session?.userId !== "string") return undefined;
+  const now = Date.now();
+  const lastSeenAt = session.lastSeenAt ?? 0;
+  if (now - lastSeenAt > request.server.config.sessionIdleTimeoutMs) {
+    session.userId = undefined;
+    session.lastSeenAt = undefined;
+    return undefined;
+  }
+  if (now - lastSeenAt > SEEN_RESOLUTION_MS) session.lastSeenAt = now;
+  return session.userId;
+}
+
 /** The signed-in member, or null; looked up once per request. */
 export async function currentUser(db: Db, request: FastifyRequest): Promise<WebUser | null> {
   if (request.webUser !== undefined) return request.webUser;
-  const userId = request.session?.userId;
+  const userId = activeUserIdOf(request);
   let user: WebUser | null = null;
   if (typeof userId === "string") {
     const [row] = await db

@@ -7,7 +7,7 @@ import { users } from "../db/schema/index.js";
 import { AuthFailureLimiter, failureKeys } from "../modules/auth-failures/limiter.js";
 import { hashPassword, verifyPassword } from "../modules/users/passwords.js";
 import { sessionCookieName } from "./browser-scope.js";
-import { currentUser, safeReturnPath } from "./members.js";
+import { currentUser, markSeen, safeReturnPath } from "./members.js";
 import { renderPage } from "./pages.js";
 
 const DEFAULT_LANDING = "/admin";
@@ -135,6 +135,7 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
     // A new session id on sign-in: an id planted before sign-in is worth nothing after it.
     await request.session.regenerate();
     request.session.userId = user.id;
+    markSeen(request);
     return reply.redirect(form.returnTo ?? DEFAULT_LANDING, 303);
   });
 

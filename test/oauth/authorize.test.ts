@@ -6,7 +6,7 @@ import { createTestApp, type TestApp } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";
 import { importOAuthWorkspaces, PASSWORD, pkcePair, registerClient } from "./oauth-fixtures.js";
 
-const PUBLIC_URL = "https://workspace.example";
+const PUBLIC_URL = "http://workspace.example";
 const REDIRECT = "https://addon.example/callback?tenant=7";
 
 let t: TestApp;

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sessions } from "../../src/db/schema/index.js";
 import { hashSecret } from "../../src/modules/tokens/service.js";
+import { addUser, removeMember } from "../../src/modules/users/service.js";
 import { createTestApp, type TestApp } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";
 import { importFixture, workspaceDocument } from "../support/fixtures.js";
@@ -266,6 +267,73 @@ describe("the failed sign-in limit (AUTH_RATE_LIMIT_MAX)", () => {
     const statuses = answers.map((res) => res.statusCode).sort();
     expect(statuses).toEqual([...Array(3).fill(401), ...Array(9).fill(429)]);
     expect((await attempt("admin@lim.example", PASSWORD, "10.4.0.1")).statusCode).toBe(429);
+  });
+});
+
+describe("a session that should end", () => {
+  async function signedIn(email: string) {
+    const session = new InjectSession(t.app);
+    await session.signIn(email, PASSWORD);
+    expect(await isSignedOut(session)).toBe(false);
+    return session;
+  }
+  const isSignedOut = async (session: InjectSession) =>
+    (await session.get("/admin")).headers.location?.toString().startsWith("/login") === true;
+
+  it("ends after SESSION_IDLE_TIMEOUT_MINUTES without a request", async () => {
+    const session = await signedIn("admin@acme.example");
+    // Thirty-one minutes pass without a request (the default idle timeout is 30).
+    await t.db
+      .update(sessions)
+      .set({
+        data: sql`jsonb_set(${sessions.data}, '{lastSeenAt}', to_jsonb((extract(epoch from now()) * 1000 - 31 * 60000)::bigint))`,
+      })
+      .where(sql`${sessions.data}->>'userId' is not null`);
+    expect(await isSignedOut(session)).toBe(true);
+  });
+
+  it("ends everywhere when the member's password changes", async () => {
+    const first = await signedIn("other@acme.example");
+    const second = await signedIn("other@acme.example");
+    await addUser(t.db, {
+      orgSlug: "acme",
+      email: "other@acme.example",
+      name: "Oda Other",
+      role: "member",
+      password: "a brand new passphrase",
+    });
+    expect(await isSignedOut(first)).toBe(true);
+    expect(await isSignedOut(second)).toBe(true);
+  });
+
+  it("ends when the membership is removed", async () => {
+    const session = await signedIn("member@acme.example");
+    await removeMember(t.db, { orgSlug: "acme", email: "member@acme.example" });
+    expect(await isSignedOut(session)).toBe(true);
+  });
+});
+
+describe("with an https PUBLIC_URL, whatever NODE_ENV says", () => {
+  let httpsOutsideProduction: TestApp;
+
+  beforeAll(async () => {
+    httpsOutsideProduction = await createTestApp({
+      PUBLIC_URL: "https://workspace.example",
+      TRUST_PROXY: "127.0.0.1",
+    });
+  });
+  afterAll(() => httpsOutsideProduction.close());
+
+  it("sends a Secure __Host- cookie and HSTS", async () => {
+    const res = await httpsOutsideProduction.app.inject({
+      method: "GET",
+      url: "/login",
+      headers: { "x-forwarded-proto": "https" },
+    });
+    const cookie = setCookieOf(res.headers);
+    expect(cookie).toMatch(/^__Host-svc_session=/);
+    expect(cookie).toContain("Secure");
+    expect(res.headers["strict-transport-security"]).toMatch(/max-age=/);
   });
 });
 

@@ -2,7 +2,7 @@ import { and, eq, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import { InvalidRequest } from "../../core/errors.js";
 import type { Db } from "../../db/client.js";
-import { memberRole, memberships, organizations, users } from "../../db/schema/index.js";
+import { memberRole, memberships, organizations, sessions, users } from "../../db/schema/index.js";
 import { hashPassword, passwordSchema } from "./passwords.js";
 
 /** Stored trimmed and lower-cased: the unique index on lower(email) ignores case anyway. */
@@ -106,8 +106,17 @@ async function createOrReuseUser(
       .update(users)
       .set({ passwordHash: user.passwordHash })
       .where(eq(users.id, existing.id));
+    await endBrowserSessionsOf(db, existing.id);
   }
   return existing;
+}
+
+/**
+ * Signs the user out everywhere: a new password must lock out whoever knew the old one, and a
+ * removed member must not keep an admin page open on a session from before.
+ */
+async function endBrowserSessionsOf(db: Db, userId: string): Promise<void> {
+  await db.delete(sessions).where(sql`${sessions.data}->>'userId' = ${userId}`);
 }
 
 /**
@@ -157,5 +166,6 @@ export async function removeMember(
   if (removed.length === 0) {
     throw new InvalidRequest(`${email} is not an active member of ${orgSlug}`);
   }
+  await endBrowserSessionsOf(db, user.id);
   return { id: user.id, email: user.email };
 }
