@@ -32,6 +32,9 @@ export async function requireOrganizationId(db: Db, slug: string): Promise<strin
   return organization.id;
 }
 
+/** Readable lines in development at a terminal; JSON in production and whenever piped. */
 export function cliLogger(config: Config) {
-  return createLogger(config.logLevel);
+  return createLogger(config.logLevel, 1, {
+    readable: !config.isProduction && process.stdout.isTTY === true,
+  });
 }
