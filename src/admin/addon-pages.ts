@@ -4,6 +4,7 @@ import {
   adminContextOf,
   formField,
   listPage,
+  refusedFieldByPrefix,
   renderAdminPage,
   showingRefusals,
 } from "./context.js";
@@ -17,6 +18,7 @@ const addonList = listPage<AddonForm>(
   async (request, organizationId) => ({
     addons: await listAddonsDevelopedBy(request.server.db, organizationId),
   }),
+  refusedFieldByPrefix({ "name:": "name", "redirect URI": "redirect_uris" }),
 );
 
 /**

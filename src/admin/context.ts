@@ -30,6 +30,13 @@ function formatTime(value: Date | string | null): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`;
 }
 
+/** `2026-03-01 09:30:12 UTC`: to the second, for attempts a few seconds apart. */
+function formatInstant(value: Date | string | null): string {
+  if (value === null) return "";
+  const iso = (typeof value === "string" ? new Date(value) : value).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 19)} UTC`;
+}
+
 /** Renders an admin page with the organisation's navigation. */
 export function renderAdminPage(
   request: FastifyRequest,
@@ -51,9 +58,26 @@ export function renderAdminPage(
       organizations: context.organizations,
       base: `/admin/${context.organization.slug}`,
       formatTime,
+      formatInstant,
     },
     status,
   );
+}
+
+/**
+ * The form field a refusal concerns, read from the field name the services put first in their
+ * messages ("url: must use https"); null when it concerns the whole form.
+ */
+export type RefusedField = (message: string) => string | null;
+
+/** A field-named refusal by its prefix: `{ url: "url" }` maps "url: …" to the `url` field. */
+export function refusedFieldByPrefix(prefixes: Record<string, string>): RefusedField {
+  return (message) => {
+    for (const [prefix, field] of Object.entries(prefixes)) {
+      if (message.startsWith(prefix)) return field;
+    }
+    return null;
+  };
 }
 
 /** Renders a section's list page with its form; the list is read afresh for every render. */
@@ -61,22 +85,29 @@ export type ListPage<F> = (
   request: FastifyRequest,
   reply: FastifyReply,
   form?: F,
-  error?: string | null,
+  error?: string | FieldRefusal | null,
 ) => Promise<FastifyReply>;
+
+/** A refusal the page itself found, already tied to its field. */
+export type FieldRefusal = { field: string; message: string };
 
 /**
  * A section's list page: what `load` reads, and the form that adds to the list, shown again
- * with the refusal (400) beside it when a submission was refused.
+ * with the refusal (400) beside the field it concerns when a submission was refused.
  */
 export function listPage<F>(
   section: AdminSection,
   title: string,
   emptyForm: F,
   load: (request: FastifyRequest, organizationId: string) => Promise<Record<string, unknown>>,
+  refusedField: RefusedField = () => null,
 ): ListPage<F> {
   return async (request, reply, form = emptyForm, error = null) => {
     const data = await load(request, adminContextOf(request).organization.id);
-    const page = { title, ...data, form, error };
+    const message = typeof error === "string" ? error : (error?.message ?? null);
+    const errorField =
+      error === null ? null : typeof error === "string" ? refusedField(error) : error.field;
+    const page = { title, ...data, form, error: message, errorField };
     return renderAdminPage(request, reply, section, `admin/${section}`, page, error ? 400 : 200);
   };
 }

@@ -26,7 +26,10 @@ export async function adminRoutes(app: FastifyInstance, options: { config: Confi
   app.addHook("preHandler", async (request, reply) => {
     const user = await currentUser(app.db, request);
     if (user === null) {
-      return redirectToSignIn(reply, request.method === "GET" ? request.url : "/admin");
+      // A HEAD answers with the GET's headers (RFC 9110 §9.3.2), its redirect included; a
+      // form post cannot be replayed after sign-in, so it comes back to the admin area.
+      const page = request.method === "GET" || request.method === "HEAD";
+      return redirectToSignIn(reply, page ? request.url : "/admin");
     }
     const slug = (request.params as { org?: unknown } | undefined)?.org;
     if (typeof slug !== "string") return;

@@ -1,9 +1,10 @@
 import type { FastifyInstance } from "fastify";
 import { allScopes, isScope, type Scope, scopeDescriptions } from "../core/scopes.js";
 import { createToken } from "../modules/tokens/service.js";
-import { leaveNotice } from "../sessions/pages.js";
+import { leaveNotice, PageError } from "../sessions/pages.js";
 import {
   adminContextOf,
+  type FieldRefusal,
   formField,
   formList,
   listPage,
@@ -11,7 +12,7 @@ import {
   renderAdminPage,
   sectionPath,
 } from "./context.js";
-import { listMintedTokens, revokeMintedToken } from "./tokens.js";
+import { findOrganizationToken, listOrganizationTokens, revokeMintedToken } from "./tokens.js";
 
 /** The expiries the mint form offers, in days; empty means the token does not expire. */
 const EXPIRY_DAYS = ["", "1", "7", "30", "90", "365"] as const;
@@ -26,24 +27,29 @@ const tokenList = listPage<MintForm>(
   "API tokens",
   { name: "", scopes: [], expiresInDays: "" },
   async (request, organizationId) => ({
-    tokens: await listMintedTokens(request.server.db, organizationId),
+    tokens: await listOrganizationTokens(request.server.db, organizationId),
     scopeChoices,
     expiryDays: EXPIRY_DAYS,
+    now: new Date(),
   }),
 );
 
-function checkMintForm(form: MintForm): string | null {
+function checkMintForm(form: MintForm): FieldRefusal | null {
   if (form.name.length > MAX_NAME_LENGTH)
-    return `The name may have at most ${MAX_NAME_LENGTH} characters.`;
-  if (form.scopes.length === 0) return "Choose at least one scope.";
+    return { field: "name", message: `The name may have at most ${MAX_NAME_LENGTH} characters.` };
+  if (form.scopes.length === 0) return { field: "scopes", message: "Choose at least one scope." };
   const unknown = form.scopes.filter((scope) => !isScope(scope));
-  if (unknown.length > 0) return `Unknown scope: ${unknown.join(", ")}.`;
+  if (unknown.length > 0)
+    return { field: "scopes", message: `Unknown scope: ${unknown.join(", ")}.` };
   if (!(EXPIRY_DAYS as readonly string[]).includes(form.expiresInDays))
-    return "Choose an expiry from the list.";
+    return { field: "expires_in_days", message: "Choose an expiry from the list." };
   return null;
 }
 
-/** Tokens: list with scopes, creator and last use; mint (shown once); revoke. */
+/**
+ * Tokens: every token of the organisation with scopes, creator, last use and the addon that was
+ * issued it, if one was; mint (shown once); revoke after a confirmation page.
+ */
 export async function tokenPages(app: FastifyInstance) {
   app.get("/:org/tokens", async (request, reply) => tokenList(request, reply));
 
@@ -70,6 +76,17 @@ export async function tokenPages(app: FastifyInstance) {
       scopes: created.scopes,
       expiresAt: created.expiresAt,
       name: form.name,
+    });
+  });
+
+  // The confirmation step is a page of its own, so it works without JavaScript (the CSP has none).
+  app.get("/:org/tokens/:id/revoke", async (request, reply) => {
+    const { organization } = adminContextOf(request);
+    const token = await findOrganizationToken(app.db, organization.id, pathId(request));
+    if (token === null) throw new PageError(404, "Not found", "There is no such token.");
+    return renderAdminPage(request, reply, "tokens", "admin/token-revoke", {
+      title: "Revoke this token?",
+      token,
     });
   });
 

@@ -2,24 +2,36 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
 import { changeEventCatalogue } from "../modules/change-events/catalogue.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
+import {
+  type DeliveryStatus,
+  decodeCursor,
+  deliveryActivity,
+  deliveryLogPage,
+  deliveryStatuses,
+  encodeCursor,
+  isDeliveryStatus,
+  type LogCursor,
+} from "../webhooks/delivery-log.js";
 import { enqueueAttempt, queuePing, queueRetryPass } from "../webhooks/jobs.js";
 import {
   createWebhook,
   findDelivery,
-  listDeliveries,
   listWebhooks,
   setWebhookEnabled,
 } from "../webhooks/service.js";
+import { webhookNetworkOf } from "../webhooks/url-policy.js";
 import {
   adminContextOf,
   formField,
   formList,
   listPage,
   pathId,
+  refusedFieldByPrefix,
   renderAdminPage,
   sectionPath,
   showingRefusals,
 } from "./context.js";
+import { buildChart, formatRate } from "./delivery-chart.js";
 
 const eventChoices = changeEventCatalogue.map((entry) => ({
   type: entry.type,
@@ -36,7 +48,45 @@ const webhookList = listPage<WebhookForm>(
     webhooks: await listWebhooks(request.server.db, organizationId),
     eventChoices,
   }),
+  refusedFieldByPrefix({ "url:": "url", "events:": "events" }),
 );
+
+const LOG_PAGE_SIZE = 25;
+
+type LogFilters = {
+  status: DeliveryStatus | null;
+  eventType: string | null;
+  after: { direction: "older" | "newer"; cursor: LogCursor } | null;
+};
+
+function refusedQuery(what: string): PageError {
+  return new PageError(400, "Request not accepted", `The address has an unknown ${what}.`);
+}
+
+/** The log's filters and position from the query string; anything else is refused (400). */
+function logFilters(query: unknown, eventTypes: string[]): LogFilters {
+  const values = (query ?? {}) as Record<string, unknown>;
+  const single = (name: string): string | null => {
+    const value = values[name];
+    if (value === undefined || value === "") return null;
+    if (typeof value !== "string") throw refusedQuery(name);
+    return value;
+  };
+  const status = single("status");
+  if (status !== null && !isDeliveryStatus(status)) throw refusedQuery("status");
+  const eventType = single("event");
+  if (eventType !== null && !eventTypes.includes(eventType)) throw refusedQuery("event type");
+  const before = single("before");
+  const after = single("after");
+  const cursorText = before ?? after;
+  let position: LogFilters["after"] = null;
+  if (cursorText !== null) {
+    const cursor = decodeCursor(cursorText);
+    if (cursor === null || (before !== null && after !== null)) throw refusedQuery("page");
+    position = { direction: before !== null ? "older" : "newer", cursor };
+  }
+  return { status, eventType, after: position };
+}
 
 function webhookPath(request: FastifyRequest, webhookId: string): string {
   return `${sectionPath(request, "webhooks")}/${webhookId}`;
@@ -48,7 +98,7 @@ function webhookPath(request: FastifyRequest, webhookId: string): string {
  * the worker's: the pages only record the delivery and queue its attempt.
  */
 export async function webhookPages(app: FastifyInstance, options: { config: Config }) {
-  const settings = { secretKey: options.config.secretKey, production: options.config.isProduction };
+  const settings = { secretKey: options.config.secretKey, ...webhookNetworkOf(options.config) };
 
   app.get("/:org/webhooks", async (request, reply) => webhookList(request, reply));
 
@@ -81,14 +131,48 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
       (candidate) => candidate.id === webhookId,
     );
     if (webhook === undefined) throw new PageError(404, "Not found", "There is no such webhook.");
-    const deliveries = await listDeliveries(app.db, {
-      webhookId,
-      organizationId: organization.id,
-    });
+    // A ping is a change.created delivery, whatever the webhook subscribes to.
+    const eventTypes = [...new Set([...webhook.events, "change.created"])];
+    const filters = logFilters(request.query, eventTypes);
+    const now = new Date();
+    const [activity, log] = await Promise.all([
+      deliveryActivity(app.db, webhookId, now),
+      deliveryLogPage(app.db, {
+        webhookId,
+        status: filters.status,
+        eventType: filters.eventType,
+        after: filters.after,
+        limit: LOG_PAGE_SIZE,
+      }),
+    ]);
+    const pageLink = (position: { direction: "older" | "newer"; cursor: LogCursor } | null) => {
+      const query = new URLSearchParams();
+      if (filters.status !== null) query.set("status", filters.status);
+      if (filters.eventType !== null) query.set("event", filters.eventType);
+      if (position !== null) {
+        query.set(
+          position.direction === "older" ? "before" : "after",
+          encodeCursor(position.cursor),
+        );
+      }
+      const text = query.toString();
+      return `${webhookPath(request, webhookId)}${text === "" ? "" : `?${text}`}#log`;
+    };
     return renderAdminPage(request, reply, "webhooks", "admin/webhook", {
-      title: "Webhook deliveries",
+      title: "Webhook",
       webhook,
-      deliveries,
+      charts: { hours: buildChart(activity.hours, "hour"), days: buildChart(activity.days, "day") },
+      formatRate,
+      log,
+      filters,
+      statuses: deliveryStatuses,
+      eventTypes,
+      links: {
+        older: log.older === null ? null : pageLink({ direction: "older", cursor: log.older }),
+        newer: log.newer === null ? null : pageLink({ direction: "newer", cursor: log.newer }),
+        newest: log.newer === null ? null : pageLink(null),
+      },
+      formatJson: (value: unknown) => JSON.stringify(value, null, 2),
     });
   });
 

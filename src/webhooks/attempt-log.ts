@@ -11,6 +11,8 @@ export type AttemptRecord = {
   statusCode: number | null;
   error: string | null;
   responseSnippet: string | null;
+  /** The headers as sent (the signature, never the secret), for the admin delivery log. */
+  requestHeaders: Record<string, string>;
   ok: boolean;
   status: "delivered" | "failed" | "exhausted";
   nextAttemptAt: Date | null;
@@ -29,12 +31,14 @@ async function writeAttempts(db: Db, autoDisableDays: number, records: AttemptRe
     with input as (
       select * from json_to_recordset(${JSON.stringify(records)}::json) as i(
         "deliveryId" uuid, "webhookId" uuid, "attemptedAt" timestamptz, "durationMs" int,
-        "statusCode" int, error text, "responseSnippet" text, ok boolean,
+        "statusCode" int, error text, "responseSnippet" text, "requestHeaders" jsonb, ok boolean,
         status delivery_status, "nextAttemptAt" timestamptz)
     ), attempts as (
       insert into webhook_attempts
-        (delivery_id, attempted_at, duration_ms, status_code, error, response_snippet)
-      select "deliveryId", "attemptedAt", "durationMs", "statusCode", error, "responseSnippet"
+        (delivery_id, attempted_at, duration_ms, status_code, error, response_snippet,
+         request_headers)
+      select "deliveryId", "attemptedAt", "durationMs", "statusCode", error, "responseSnippet",
+        "requestHeaders"
       from input
     ), deliveries as (
       update webhook_deliveries d set

@@ -102,10 +102,13 @@ describe("the admin area", () => {
     expect(text).toContain("projects:read, tasks:write");
     expect(text).toContain("Ada Admin");
     const cells = row.getByRole("cell");
-    expect(await cells.nth(3).innerText()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/); // last used
-    expect(await cells.nth(4).innerText()).toMatch(/^\d{4}-\d{2}-\d{2}/); // expires
+    expect(await cells.nth(4).innerText()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/); // last used
+    expect(await cells.nth(5).innerText()).toMatch(/^\d{4}-\d{2}-\d{2}/); // expires
     expect(await page.content()).not.toContain(token);
-    const revoked = row.getByRole("button", { name: "Revoke Reporting script" });
+    // Revoking asks first, on a page of its own (no script needed).
+    await row.getByRole("link", { name: "Revoke Reporting script" }).click();
+    await page.getByRole("heading", { level: 1, name: "Revoke this token?" }).waitFor();
+    const revoked = page.getByRole("button", { name: "Revoke token" });
     expect(await submitForNotice(page, revoked, "revoked")).toBe("Token revoked.");
     expect((await api(served.app, "GET", "/api/v1/me", { token })).status).toBe(401);
   });

@@ -311,6 +311,12 @@ describe("the authorization-code flow in a browser", () => {
     ).toBe(200);
 
     await page.goto(`${served.url}/admin/${fixtures.acme.organization.slug}/connections`);
+    // Disconnecting asks first, on a page of its own that says what stops working.
+    await page.getByRole("link", { name: "Disconnect Gantt Addon" }).click();
+    await page.getByRole("heading", { level: 1, name: "Disconnect Gantt Addon?" }).waitFor();
+    expect(await page.locator("main").innerText()).toContain(
+      "Every token of this addon stops working at once",
+    );
     await submitForNotice(
       page,
       page.getByRole("button", { name: "Disconnect Gantt Addon" }),

@@ -2,6 +2,7 @@ import {
   boolean,
   index,
   integer,
+  jsonb,
   pgEnum,
   pgTable,
   primaryKey,
@@ -80,6 +81,8 @@ export const webhookDeliveries = pgTable(
     uniqueIndex("webhook_deliveries_event_webhook_idx").on(t.changeEventId, t.webhookId),
     index("webhook_deliveries_webhook_idx").on(t.webhookId, t.createdAt),
     index("webhook_deliveries_status_idx").on(t.status, t.nextAttemptAt),
+    // The admin delivery log filtered by status, newest first (keyset on created_at, id).
+    index("webhook_deliveries_webhook_status_idx").on(t.webhookId, t.status, t.createdAt, t.id),
   ],
 );
 
@@ -96,6 +99,9 @@ export const webhookAttempts = pgTable(
     error: text(),
     // The first KiB of the receiver's answer.
     responseSnippet: text(),
+    // The headers sent with this attempt (timestamp and signature included; the secret never
+    // is), so the admin page shows what the receiver got. Null for attempts recorded before.
+    requestHeaders: jsonb().$type<Record<string, string>>(),
   },
   (t) => [index("webhook_attempts_delivery_idx").on(t.deliveryId, t.attemptedAt)],
 );
