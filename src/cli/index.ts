@@ -41,7 +41,7 @@ const USAGE = `Usage: svc <command>
   webhook enable|disable --id ID [--json]
   webhook deliveries --id ID [--json]
   webhook redeliver --delivery ID [--json]
-  webhook retry-failed [--json]   run the daily retry pass now
+  webhook retry-failed [--include-exhausted] [--json]   run the daily retry pass now (exhausted deliveries too)
 
 Configuration comes from the environment (see README).`;
 

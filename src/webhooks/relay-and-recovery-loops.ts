@@ -1,6 +1,6 @@
 import type { Database } from "../db/client.js";
 import { enqueueAttempts, type WebhookRuntime } from "./jobs.js";
-import { fanOutChangeEvents } from "./relay.js";
+import { DELIVERIES_RELEASED, fanOutChangeEvents, heldDeliveries } from "./relay.js";
 import { overdueDeliveries } from "./retry-pass.js";
 
 const RECOVERY_INTERVAL_MS = 60_000;
@@ -33,6 +33,21 @@ async function recoverOverdueDeliveries(runtime: WebhookRuntime): Promise<number
     overdue.map(({ id, attempts }) => ({ deliveryId: id, jobKey: `a${attempts}-r${minute}` })),
   );
   return overdue.length;
+}
+
+/**
+ * Queues what a webhook held while it was disabled, in event order. Every worker hears the
+ * announcement; the release stamp in the job ids lets the queue keep one job per delivery.
+ */
+async function releaseHeldDeliveries(runtime: WebhookRuntime, announcement: string) {
+  const [webhookId, stamp] = announcement.split(":");
+  if (webhookId === undefined || stamp === undefined) return;
+  const held = await heldDeliveries(runtime.db, webhookId);
+  await enqueueAttempts(
+    runtime.queue,
+    "scheduled",
+    held.map(({ id, attempts }) => ({ deliveryId: id, jobKey: `a${attempts}-e${stamp}` })),
+  );
 }
 
 type Loop = { wake(): void; stop(): Promise<void> };
@@ -80,7 +95,8 @@ function every(
 /**
  * The worker's loops: the relay, woken by each commit of change events (Postgres NOTIFY, which
  * PGlite delivers in the embedded mode too) and polling every WEBHOOK_RELAY_INTERVAL_MS as the
- * safety net for a notification nobody heard; and the recovery of lost jobs, every minute.
+ * safety net for a notification nobody heard; the release of what a webhook held once it is
+ * enabled; and the recovery of lost jobs, every minute.
  * Several workers may run them at once.
  */
 export async function startWebhookLoops(
@@ -105,8 +121,15 @@ export async function startWebhookLoops(
     onListening: () => relay.wake(),
     onDeaf: () => {},
   });
+  // Missed (no worker was listening), held deliveries are found by the recovery loop instead.
+  const unlistenReleases = await database.listen(DELIVERIES_RELEASED, {
+    onNotification: (announcement) =>
+      void releaseHeldDeliveries(runtime, announcement).catch(log("release")),
+    onListening: () => {},
+    onDeaf: () => {},
+  });
   return async () => {
-    await unlisten();
+    await Promise.all([unlisten(), unlistenReleases()]);
     await Promise.all([relay.stop(), recovery.stop()]);
   };
 }

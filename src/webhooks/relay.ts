@@ -4,12 +4,13 @@ import { type Db, rowsOf } from "../db/client.js";
 const BATCH_SIZE = 200;
 
 /**
- * Fans change events out into delivery rows, one per enabled webhook of the event's
- * organisation subscribed to its type, in one statement (one round trip, atomic). Events are
+ * Fans change events out into delivery rows, one per webhook of the event's organisation
+ * subscribed to its type, enabled or not (a disabled webhook's deliveries are held until it is
+ * enabled again, never dropped), in one statement (one round trip, atomic). Events are
  * claimed with FOR UPDATE SKIP LOCKED (ids can commit out of order, so no "last seen id"),
  * which lets several relays run side by side without fanning an event out twice; the unique
- * (event, webhook) index is the last guard. Returns the new delivery ids, for the caller to
- * enqueue after the commit.
+ * (event, webhook) index is the last guard. Returns the new deliveries of enabled webhooks, for
+ * the caller to enqueue after the commit.
  */
 export async function fanOutChangeEvents(
   db: Db,
@@ -29,16 +30,41 @@ export async function fanOutChangeEvents(
       insert into webhook_deliveries (webhook_id, change_event_id, next_attempt_at)
       select w.id, e.id, now()
       from fanned_out e
-      join webhooks w on w.organization_id = e.organization_id and w.enabled
+      join webhooks w on w.organization_id = e.organization_id
       join webhook_subscriptions s on s.webhook_id = w.id and s.event_type = e.type
       on conflict (change_event_id, webhook_id) do nothing
-      returning id, change_event_id
+      returning id, change_event_id, webhook_id
     )
     select
       (select count(*) from fanned_out)::int as events,
       coalesce(
-        (select json_agg(id order by change_event_id) from inserted), '[]'::json
+        (
+          select json_agg(i.id order by i.change_event_id)
+          from inserted i join webhooks w on w.id = i.webhook_id
+          where w.enabled
+        ),
+        '[]'::json
       ) as delivery_ids`);
   const [row] = rowsOf<{ events: number; delivery_ids: string[] }>(result);
   return { events: row?.events ?? 0, deliveryIds: row?.delivery_ids ?? [] };
+}
+
+/** The channel an enabled webhook is announced on, with `<webhook id>:<release stamp>`. */
+export const DELIVERIES_RELEASED = "webhook_deliveries_released";
+
+/**
+ * The deliveries a disabled webhook held, oldest event first, to queue once it is enabled
+ * again. Failed ones keep their own schedule (quick retries, the daily pass).
+ */
+export async function heldDeliveries(
+  db: Db,
+  webhookId: string,
+): Promise<{ id: string; attempts: number }[]> {
+  const held = await db.execute(sql`
+    select d.id, d.attempts
+    from webhook_deliveries d
+    join webhooks w on w.id = d.webhook_id and w.enabled
+    where d.webhook_id = ${webhookId} and d.status = 'pending'
+    order by d.change_event_id`);
+  return rowsOf<{ id: string; attempts: number }>(held);
 }

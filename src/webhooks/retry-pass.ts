@@ -40,6 +40,20 @@ async function claimRetryBatch(
 }
 
 /**
+ * Takes exhausted deliveries back into the daily pass with their passes renewed, so the pass
+ * that follows retries them: after the receiver is fixed, an admin decides they are worth
+ * another try. Returns how many came back.
+ */
+export async function reviveExhaustedDeliveries(db: Db): Promise<number> {
+  const revived = await db.execute(sql`
+    update webhook_deliveries
+    set status = 'failed', passes = 0, next_attempt_at = now()
+    where status = 'exhausted'
+    returning id`);
+  return rowsOf<{ id: string }>(revived).length;
+}
+
+/**
  * The daily pass, wherever it is started (the worker's cron, the admin area's button,
  * `svc webhook retry-failed`): claims in Postgres a batch at a time, in id order so no delivery
  * is claimed twice in one pass, and hands each batch to `retry` before claiming the next.
@@ -77,6 +91,7 @@ export async function overdueDeliveries(db: Db): Promise<{ id: string; attempts:
     where d.status in ('pending', 'failed')
       and d.next_attempt_at < now() - ${sql.raw(`interval '${OVERDUE_AFTER}'`)}
       and (w.enabled or e.type = 'change.created')
+    order by d.change_event_id
     limit 500`);
   return rowsOf<{ id: string; attempts: number }>(overdue);
 }

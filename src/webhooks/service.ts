@@ -13,6 +13,7 @@ import {
   catalogueEntry,
   changeEventCatalogue,
 } from "../modules/change-events/catalogue.js";
+import { DELIVERIES_RELEASED } from "./relay.js";
 import { encryptSecret, generateSigningSecret } from "./secret-box.js";
 import { checkWebhookUrl, type WebhookNetwork } from "./url-policy.js";
 
@@ -79,6 +80,10 @@ export type WebhookSummary = {
   events: string[];
   enabled: boolean;
   disabledReason: string | null;
+  /** Deliveries waiting for the webhook to be enabled again. */
+  heldDeliveries: number;
+  /** Deliveries the daily pass gave up on (WEBHOOK_RETRY_PASSES); an admin may take them back. */
+  exhaustedDeliveries: number;
   createdAt: string;
 };
 
@@ -90,6 +95,8 @@ export async function listWebhooks(db: Db, organizationId: string): Promise<Webh
       enabled: webhooks.enabled,
       disabledReason: webhooks.disabledReason,
       createdAt: webhooks.createdAt,
+      heldDeliveries: sql<number>`case when ${webhooks.enabled} then 0 else (select count(*) from webhook_deliveries d where d.webhook_id = ${webhooks.id} and d.status in ('pending', 'failed'))::int end`,
+      exhaustedDeliveries: sql<number>`(select count(*) from webhook_deliveries d where d.webhook_id = ${webhooks.id} and d.status = 'exhausted')::int`,
       events: sql<
         string[]
       >`coalesce(array_agg(${webhookSubscriptions.eventType} order by ${webhookSubscriptions.position}, ${webhookSubscriptions.eventType}) filter (where ${webhookSubscriptions.eventType} is not null), '{}')`,
@@ -114,20 +121,30 @@ async function findWebhook(db: Db, id: string, organizationId?: string) {
   return webhook;
 }
 
-/** Enabling clears an automatic disable, and the failure run that caused it. */
+/**
+ * Enabling clears an automatic disable, and the failure run that caused it, and releases the
+ * deliveries held meanwhile: the workers hear it in the same commit and queue them in order.
+ */
 export async function setWebhookEnabled(
   db: Db,
   input: { id: string; enabled: boolean; organizationId?: string },
 ): Promise<void> {
   await findWebhook(db, input.id, input.organizationId);
-  await db
-    .update(webhooks)
-    .set(
-      input.enabled
-        ? { enabled: true, disabledReason: null, failingSince: null }
-        : { enabled: false, disabledReason: "disabled by an admin" },
-    )
-    .where(eq(webhooks.id, input.id));
+  await db.transaction(async (tx) => {
+    await tx
+      .update(webhooks)
+      .set(
+        input.enabled
+          ? { enabled: true, disabledReason: null, failingSince: null }
+          : { enabled: false, disabledReason: "disabled by an admin" },
+      )
+      .where(eq(webhooks.id, input.id));
+    if (input.enabled) {
+      await tx.execute(
+        sql`select pg_notify(${DELIVERIES_RELEASED}, ${input.id} || ':' || floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`,
+      );
+    }
+  });
 }
 
 export type DeliverySummary = {

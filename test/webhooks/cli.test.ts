@@ -70,6 +70,8 @@ describe("svc webhook", () => {
         url: receiver.url("/cli"),
         events: ["spec.published", "change.created"],
         enabled: true,
+        heldDeliveries: 0,
+        exhaustedDeliveries: 0,
       },
     ]);
     expect(JSON.stringify(listed)).not.toContain(created.secret);

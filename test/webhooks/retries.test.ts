@@ -155,12 +155,14 @@ describe("a failed delivery", () => {
     const listed = await runCli(["webhook", "list", "--org", "retries", "--json"], {
       DATABASE_URL: p.config.databaseUrl ?? "",
     });
-    expect(JSON.parse(listed.stdout)).toContainEqual({
-      id,
-      url: receiver.url(path),
-      events: ["task.created"],
-      enabled: false,
-    });
+    expect(JSON.parse(listed.stdout)).toContainEqual(
+      expect.objectContaining({
+        id,
+        url: receiver.url(path),
+        events: ["task.created"],
+        enabled: false,
+      }),
+    );
   });
 
   it("clears the failure run on a success", async () => {

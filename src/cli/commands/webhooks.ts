@@ -2,7 +2,11 @@ import type { Config } from "../../config.js";
 import type { Db } from "../../db/client.js";
 import { createLogger } from "../../logger.js";
 import { type AttemptReport, attemptDelivery, type DeliveryDeps } from "../../webhooks/delivery.js";
-import { type ClaimedRetry, runRetryPass } from "../../webhooks/retry-pass.js";
+import {
+  type ClaimedRetry,
+  reviveExhaustedDeliveries,
+  runRetryPass,
+} from "../../webhooks/retry-pass.js";
 import {
   createWebhook,
   findDelivery,
@@ -57,14 +61,23 @@ async function list(args: string[]): Promise<void> {
   );
   if (values.json) {
     return printJson(
-      webhooks.map(({ id, url, events, enabled }) => ({ id, url, events, enabled })),
+      webhooks.map(({ id, url, events, enabled, heldDeliveries, exhaustedDeliveries }) => ({
+        id,
+        url,
+        events,
+        enabled,
+        heldDeliveries,
+        exhaustedDeliveries,
+      })),
     );
   }
   for (const webhook of webhooks) {
     const state = webhook.enabled
       ? "enabled"
-      : `disabled (${webhook.disabledReason ?? "by an admin"})`;
-    printLine(`${webhook.id}  ${webhook.url}  ${state}  ${webhook.events.join(",")}`);
+      : `disabled (${webhook.disabledReason ?? "by an admin"}), ${webhook.heldDeliveries} held`;
+    printLine(
+      `${webhook.id}  ${webhook.url}  ${state}  ${webhook.exhaustedDeliveries} exhausted  ${webhook.events.join(",")}`,
+    );
   }
 }
 
@@ -136,13 +149,18 @@ async function sendAll<T>(
 
 /**
  * The daily pass, now: claims in Postgres a batch at a time, then attempts each delivery with
- * the worker's concurrency, printing each outcome as it comes.
+ * the worker's concurrency, printing each outcome as it comes. `--include-exhausted` takes the
+ * deliveries the passes gave up on back first.
  */
 async function retryFailed(args: string[]): Promise<void> {
-  const { values } = parseCommandArgs(args, { json: { type: "boolean" } });
+  const { values } = parseCommandArgs(args, {
+    json: { type: "boolean" },
+    "include-exhausted": { type: "boolean" },
+  });
   const json = values.json ? jsonArrayPrinter() : undefined;
   let retried = 0;
   await withDatabase(async (db, config) => {
+    if (values["include-exhausted"]) await reviveExhaustedDeliveries(db);
     const deps = deliveryDeps(db, config);
     const retryOne = async ({ id }: ClaimedRetry) => {
       const report = await attemptDelivery(deps, id, "pass");
