@@ -1,6 +1,6 @@
 /**
  * The developer's one-time setup, done through the same admin-area forms a person fills in
- * (Your addons, Webhooks): while the embedded service runs, the admin area is the only way to
+ * (Integrations: OAuth apps, Webhooks): while the embedded service runs, the admin area is the only way to
  * register an OAuth client or a webhook (`svc` cannot open the database the service holds).
  * A real addon does this once by hand and keeps the client id and secrets in its configuration.
  */

@@ -16,7 +16,14 @@ declare module "fastify" {
   }
 }
 
-export type AdminSection = "overview" | "tokens" | "addons" | "connections" | "webhooks";
+/** The sections of the admin area; tokens, addons, connections and webhooks are "Integrations". */
+export type AdminSection =
+  | "overview"
+  | "integrations"
+  | "tokens"
+  | "addons"
+  | "connections"
+  | "webhooks";
 
 export function adminContextOf(request: FastifyRequest): AdminContext {
   if (request.adminContext === null) throw new Error("admin route reached without its context");
@@ -131,7 +138,10 @@ export async function showingRefusals<F>(
 }
 
 /** Where a section's list lives, for the redirect after a change. */
-export function sectionPath(request: FastifyRequest, section: Exclude<AdminSection, "overview">) {
+export function sectionPath(
+  request: FastifyRequest,
+  section: Exclude<AdminSection, "overview" | "integrations">,
+) {
   return `/admin/${adminContextOf(request).organization.slug}/${section}`;
 }
 

@@ -68,6 +68,12 @@ export async function adminRoutes(app: FastifyInstance, options: { config: Confi
   app.get("/:org", async (request, reply) =>
     renderAdminPage(request, reply, "overview", "admin/overview", { title: "Admin" }),
   );
+  // The spec's name for where tokens are minted; each part keeps its own address.
+  app.get("/:org/integrations", async (request, reply) =>
+    renderAdminPage(request, reply, "integrations", "admin/integrations", {
+      title: "Integrations",
+    }),
+  );
 
   await app.register(tokenPages);
   await app.register(addonPages);

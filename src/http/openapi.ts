@@ -15,6 +15,14 @@ Every request is scoped to the organisation of its bearer token. Success is
 A \`429 rate_limited\` and a \`503 unavailable\` (the database cannot be reached, or answered too
 slowly) both carry \`Retry-After\` (seconds): wait that long and send the same request again.
 
+Addons get their tokens from the OAuth 2.0 token endpoint (\`POST /oauth/token\`, form-encoded,
+described by the metadata at \`/.well-known/oauth-authorization-server\`). It answers errors as
+\`{"error":"<code>","error_description":"<text>"}\`: \`invalid_request\`, \`invalid_grant\` and
+\`unsupported_grant_type\` with 400, \`invalid_client\` with 401, and \`invalid_client\` with
+\`429\` and \`Retry-After\` once too many client authentications failed from the caller's address
+(wait, then try again), and \`temporarily_unavailable\` with \`503\` and \`Retry-After\` while the
+database cannot serve.
+
 `;
 
 /** The OpenAPI 3.1 document is generated from the same zod schemas the routes validate with. */

@@ -2,6 +2,7 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiTokens } from "../../src/db/schema/index.js";
 import { addUser } from "../../src/modules/users/service.js";
+import { createWebhook } from "../../src/webhooks/service.js";
 import {
   importOAuthWorkspaces,
   issueCode,
@@ -233,5 +234,43 @@ describe("Your addons", () => {
     const res = await admin.get("/admin/acme/apps");
     expect(res.statusCode).toBe(301);
     expect(res.headers.location).toBe("/admin/acme/addons");
+  });
+});
+
+describe("Integrations", () => {
+  it("gathers API tokens, OAuth apps, connected addons and webhooks, and keeps their addresses", async () => {
+    const page = await admin.get("/admin/acme/integrations");
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toMatch(/<h1>Integrations<\/h1>/);
+    for (const [section, label] of [
+      ["tokens", "API tokens"],
+      ["addons", "OAuth apps"],
+      ["connections", "Connected addons"],
+      ["webhooks", "Webhooks"],
+    ]) {
+      expect(page.body).toContain(`href="/admin/acme/${section}">${label}</a>`);
+      const part = await admin.get(`/admin/acme/${section}`);
+      expect(part.statusCode, section).toBe(200);
+      // The top navigation marks Integrations as where the part lives.
+      expect(part.body).toContain(
+        'href="/admin/acme/integrations" aria-current="true">Integrations',
+      );
+      expect(part.body).toContain(`href="/admin/acme/${section}" aria-current="page">${label}`);
+    }
+  });
+
+  it("counts each webhook's held and exhausted deliveries", async () => {
+    await createWebhook(
+      t.db,
+      { secretKey: t.config.secretKey, production: false },
+      {
+        organizationId: fixtures.acme.organization.id,
+        url: "http://127.0.0.1:9/held",
+        events: ["all"],
+      },
+    );
+    const page = await admin.get("/admin/acme/webhooks");
+    expect(page.body).toContain('<th scope="col">Held</th>');
+    expect(page.body).toContain('<th scope="col">Exhausted</th>');
   });
 });
