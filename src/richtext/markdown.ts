@@ -30,7 +30,39 @@ export function markdownToRichText(markdown: string): RichTextDoc {
 function lex(markdown: string): Token[] {
   // Fresh defaults so a `marked.use()` elsewhere in the process cannot change
   // how stored bodies are parsed.
-  return Lexer.lex(markdown, getDefaults());
+  return new BoundedLexer(getDefaults()).lex(markdown);
+}
+
+// marked's inline lexer scans ahead from each character that may open
+// something, as far as the end of the paragraph when nothing closes it: from a
+// run of `*`, `_` or `~` for its closer, a `[` for the link target, a bare URL
+// for where it ends, and at `!`, `<`, `\` and backticks it looks ahead for an
+// e-mail address. A paragraph of openers that never close (`*a_`, `[a](b)`,
+// `www.a(` or `!` repeated) takes time quadratic in its length: a minute for
+// 100 KB, hours for a 1 MB body, all of it blocking the event loop. Those scans
+// cost at most (openers × length) of each inline text; a document may spend
+// this much, and an inline text that would go past it is kept as written.
+const INLINE_SCAN_BUDGET = 20_000_000;
+
+class BoundedLexer extends Lexer {
+  private budget = INLINE_SCAN_BUDGET;
+
+  override inlineTokens(src: string, tokens: Token[] = []): Token[] {
+    const cost = openers(src) * src.length;
+    if (cost > this.budget) {
+      // `escaped`: taken literally, entities and all (see convertTextToken).
+      tokens.push({ type: "text", raw: src, text: src, escaped: true });
+      return tokens;
+    }
+    this.budget -= cost;
+    return super.inlineTokens(src, tokens);
+  }
+}
+
+const OPENER = /([*_~`])\1*|[[!<\\]|www\.|:\/\//g;
+
+function openers(src: string): number {
+  return src.match(OPENER)?.length ?? 0;
 }
 
 function literalDoc(markdown: string): RichTextDoc {
@@ -183,12 +215,47 @@ function convertTextToken(token: Tokens.Text, marks: Mark[]): InlineNode[] {
 function convertLink(link: Tokens.Link, marks: Mark[]): InlineNode[] {
   // Autolinks are taken literally, while written links may carry character
   // references in their target and text like any other text.
-  if (link.autolink) return textNode(link.text, withMark(marks, linkMark(link.href, null)));
+  const href = link.autolink ? link.href : decodeEntities(link.href);
+  // Any editor that renders the stored link would run a `javascript:` or
+  // `data:` target: such a link stays the plain text it was written as.
+  if (!isSafeLinkTarget(href)) return textNode(link.raw, marks);
+  if (link.autolink) return textNode(link.text, withMark(marks, linkMark(href, null)));
   const title = link.title ? decodeEntities(link.title) : null;
-  const linked = withMark(marks, linkMark(decodeEntities(link.href), title));
+  const linked = withMark(marks, linkMark(href, title));
   const content = convertInline(link.tokens, linked);
   // An empty link text would vanish from the document; show the target instead.
   return content.length > 0 ? content : textNode(decodeEntities(link.href), linked);
+}
+
+const SAFE_SCHEMES = new Set(["http", "https", "mailto"]);
+// The named references of whitespace and of `:` that a target written into
+// HTML would have decoded before the browser reads its scheme.
+const WHITESPACE_REFERENCE = /&(?:tab|newline|nbsp);/gi;
+const COLON_REFERENCE = /&colon;/gi;
+
+/** Drops what a browser ignores in a URL: controls, spaces, tabs and newlines. */
+function withoutIgnoredCharacters(href: string): string {
+  let kept = "";
+  for (const character of href) {
+    const code = character.codePointAt(0) ?? 0;
+    if (code > 0x20 && (code < 0x7f || code > 0x9f)) kept += character;
+  }
+  return kept;
+}
+
+/**
+ * A link target is kept when its scheme is http, https or mailto, or when it
+ * is a plain relative reference: no scheme, nor anything that could spell one
+ * (a `:` or a character reference) before its path, query or fragment.
+ */
+function isSafeLinkTarget(href: string): boolean {
+  const probe = withoutIgnoredCharacters(
+    href.replace(WHITESPACE_REFERENCE, "").replace(COLON_REFERENCE, ":"),
+  );
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(probe)?.[1];
+  if (scheme !== undefined) return SAFE_SCHEMES.has(scheme.toLowerCase());
+  const beforePath = probe.split(/[/?#]/, 1)[0] ?? "";
+  return !beforePath.includes(":") && !beforePath.includes("&");
 }
 
 function linkMark(href: string, title: string | null): Mark {

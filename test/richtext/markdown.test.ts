@@ -289,6 +289,33 @@ describe("markdownToRichText", () => {
     const deep = `${">".repeat(20_000)} x`;
     expect(markdownToRichText(deep)).toEqual({ type: "doc", content: [para(text(deep))] });
   });
+
+  // Found by test/http/fuzz.test.ts: marked scans ahead from every delimiter that does not
+  // pair, so 90 KB of `*a_` blocked the event loop for over a minute.
+  it("keeps a paragraph of delimiters that never pair as written, and goes on formatting", () => {
+    const unpaired = "*a_".repeat(30_000);
+    const started = performance.now();
+    const converted = blocks(`${unpaired}\n\n*after*`);
+    // Generous for a loaded machine: it takes milliseconds, and took over a minute.
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(converted).toEqual([
+      para(text(unpaired)),
+      para({ type: "text", text: "after", marks: [{ type: "italic" }] }),
+    ]);
+  });
+
+  it("formats a long document of ordinary paragraphs to its end", () => {
+    const paragraphs = Array.from({ length: 10_000 }, (_, i) => `Line ${i} has *some* emphasis.`);
+    const converted = blocks(paragraphs.join("\n\n"));
+    expect(converted).toHaveLength(10_000);
+    expect(converted.at(-1)).toEqual(
+      para(
+        text("Line 9999 has "),
+        { type: "text", text: "some", marks: [{ type: "italic" }] },
+        text(" emphasis."),
+      ),
+    );
+  });
 });
 
 function allNodes(doc: RichTextDoc): RichTextNode[] {
@@ -332,5 +359,48 @@ describe("appendRichText", () => {
   it("treats only structurally blank documents as empty", () => {
     expect(isEmptyRichText(emptyRichText())).toBe(true);
     expect(isEmptyRichText(markdownToRichText("---"))).toBe(false);
+  });
+});
+
+describe("link targets", () => {
+  const linkOf = (markdown: string) => {
+    const [paragraph] = markdownToRichText(markdown).content as { content?: RichTextNode[] }[];
+    return paragraph?.content ?? [];
+  };
+
+  it.each([
+    "https://example.com/a",
+    "http://example.com/",
+    "mailto:ada@example.com",
+    "HTTPS://EXAMPLE.COM/",
+    "/relative/path?q=1#top",
+    "#section",
+  ])("keeps a link to %s", (href) => {
+    const [node] = linkOf(`[go](${href})`);
+    expect(node).toEqual({
+      type: "text",
+      text: "go",
+      marks: [{ type: "link", attrs: { href, title: null } }],
+    });
+  });
+
+  it.each([
+    "[x](javascript:alert(1))",
+    "[x](JavaScript:alert(1))",
+    "[x]( javascript:alert(1))",
+    "[x](<java\tscript:alert(1)>)",
+    "[x](&#106;avascript:alert(1))",
+    "[x](&#x6A;avascript:alert(1))",
+    "[x](javascript&colon;alert(1))",
+    "[x](java&Tab;script:alert(1))",
+    "[x](data:text/html,<script>alert(1)</script>)",
+    "[x](vbscript:msgbox(1))",
+    "[x](file:///etc/passwd)",
+    "<javascript:alert(1)>",
+    "<data:text/html;base64,PHNjcmlwdD4=>",
+  ])("keeps %j as the plain text it was written as", (markdown) => {
+    const nodes = linkOf(markdown);
+    expect(JSON.stringify(nodes)).not.toContain('"link"');
+    expect(nodes.map((node) => (node as { text?: string }).text).join("")).toBe(markdown);
   });
 });
