@@ -11,7 +11,7 @@ import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { adminRoutes } from "./admin/routes.js";
 import type { Config } from "./config.js";
-import { NotFound } from "./core/errors.js";
+import { NotFound, ServiceUnavailable } from "./core/errors.js";
 import type { Database, Db } from "./db/client.js";
 import { registerApiReference } from "./http/api-reference.js";
 import { bearerLookup, registerBearerAuth } from "./http/auth.js";
@@ -139,6 +139,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     rewriteUrl: (request) =>
       request.url === `${API_PREFIX}/docs` ? `${API_PREFIX}/docs/` : (request.url ?? "/"),
     trustProxy: deps.config.trustProxy,
+    return503OnClosing: false,
     // A client that sends its request slowly, or holds a silent connection open, is cut off
     // instead of holding a socket and its memory.
     requestTimeout: deps.config.http.requestTimeoutMs,
@@ -162,9 +163,21 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.decorate("config", deps.config);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
+  // A request that arrives on an open connection while the process stops gets the usual 503 of
+  // its face (the envelope, the OAuth format, a page), not Fastify's own body.
+  let closing = false;
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
   // Callback style: every request passes here, and a callback costs no promise.
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("X-Request-Id", request.id);
+    if (closing) {
+      reply.header("Connection", "close");
+      done(new ServiceUnavailable("The service is restarting", true));
+      return;
+    }
     done();
   });
 

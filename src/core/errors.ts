@@ -80,10 +80,11 @@ const UNAVAILABLE_RETRY_AFTER_SECONDS = 5;
 /** The database is unreachable, overloaded or too slow: the client may retry, unlike a 500. */
 export class ServiceUnavailable extends ApiError {
   readonly retryAfterSeconds = UNAVAILABLE_RETRY_AFTER_SECONDS;
-  constructor() {
-    super(
-      "unavailable",
-      `The service cannot reach its database right now; retry in ${UNAVAILABLE_RETRY_AFTER_SECONDS} seconds`,
-    );
+  constructor(
+    reason = "The service cannot reach its database right now",
+    /** This process is stopping: the client should come back on a new connection. */
+    readonly closing = false,
+  ) {
+    super("unavailable", `${reason}; retry in ${UNAVAILABLE_RETRY_AFTER_SECONDS} seconds`);
   }
 }

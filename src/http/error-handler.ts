@@ -123,7 +123,7 @@ export function registerErrorHandler(app: FastifyInstance, bodyLimit: number): v
     const challenge = authenticateHeader(apiError);
     if (challenge !== null) reply.header("WWW-Authenticate", challenge);
     if (apiError instanceof ServiceUnavailable) {
-      request.log.warn({ err: error }, "database unavailable");
+      request.log.warn({ err: error }, "service unavailable");
       reply.header("Retry-After", String(apiError.retryAfterSeconds));
     }
     return reply.code(apiError.statusCode).send(failure(apiError.code, apiError.message));

@@ -14,8 +14,9 @@ const CLIENT_AUTHENTICATION_FAILED = "Client authentication failed";
 /**
  * Client authentication (RFC 6749 §2.3): a confidential client by its secret (Basic or body),
  * a public client by its id alone (PKCE then binds the code). An unknown client or a wrong
- * secret counts against the address and the client id; past AUTH_RATE_LIMIT_MAX the endpoint
- * answers 429 without looking at the secret.
+ * secret counts against the address only (client ids are public: counting per client would let
+ * anyone lock an addon out); past AUTH_RATE_LIMIT_MAX that address gets 429 without the secret
+ * being looked at.
  */
 export async function authenticateClient(
   request: FastifyRequest,

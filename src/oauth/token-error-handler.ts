@@ -23,9 +23,9 @@ export function answerTokenError(
   if (error instanceof RateLimited) {
     return reply.code(429).send({ error: "rate_limited", error_description: error.message });
   }
-  const fromDatabase = fromDatabaseError(error);
+  const fromDatabase = error instanceof ServiceUnavailable ? error : fromDatabaseError(error);
   if (fromDatabase instanceof ServiceUnavailable) {
-    request.log.warn({ err: error }, "database unavailable at the token endpoint");
+    request.log.warn({ err: error }, "unavailable at the token endpoint");
     return reply
       .code(503)
       .header("Retry-After", String(fromDatabase.retryAfterSeconds))

@@ -53,8 +53,8 @@ async function answerWithErrorPage(
   }
   const refused = error instanceof ApiError ? error : fromDatabaseError(error);
   if (refused instanceof ServiceUnavailable) {
-    request.log.warn({ err: error }, "database unavailable on a page");
-    return renderUnavailablePage(reply, refused.retryAfterSeconds);
+    request.log.warn({ err: error }, "service unavailable on a page");
+    return renderUnavailablePage(reply, refused);
   }
   if (refused !== null && refused.statusCode < 500) {
     return renderErrorPage(

@@ -1,4 +1,5 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { ServiceUnavailable } from "../core/errors.js";
 import { currentUser } from "./members.js";
 
 /** A refusal the browser pages answer with a rendered page of this status. */
@@ -72,17 +73,17 @@ export function renderErrorPage(
  * The page for a database that cannot serve: it leaves the session alone, since saving a CSRF
  * secret or taking a notice would need the very database that is away.
  */
-export async function renderUnavailablePage(reply: FastifyReply, retryAfterSeconds: number) {
+export async function renderUnavailablePage(reply: FastifyReply, unavailable: ServiceUnavailable) {
   const html = await reply.viewAsync("error", {
     title: "Service unavailable",
-    message: `The service cannot reach its database right now. Try again in ${retryAfterSeconds} seconds.`,
+    message: `${unavailable.message}.`,
     user: null,
     csrfToken: null,
     notice: null,
   });
   return reply
     .code(503)
-    .header("Retry-After", String(retryAfterSeconds))
+    .header("Retry-After", String(unavailable.retryAfterSeconds))
     .type("text/html; charset=utf-8")
     .send(html);
 }

@@ -1,3 +1,4 @@
+import { type AddressInfo, connect } from "node:net";
 import pg from "pg";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -167,5 +168,49 @@ describe("a database too slow or too busy", () => {
       await release();
     }
     expect((await api(t.app, "GET", "/api/v1/projects", { token })).status).toBe(200);
+  });
+});
+
+describe("a process that is stopping", () => {
+  it("answers a request that reaches it while it closes with the 503 envelope and Connection: close", async () => {
+    const t = await createTestApp();
+    const ws = await importFixture(
+      t.db,
+      workspaceDocument("closing", {
+        projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
+      }),
+    );
+    const token = await mintToken(t.db, ws);
+    await t.app.listen({ port: 0, host: "127.0.0.1" });
+    const { port } = t.app.server.address() as AddressInfo;
+    // The first request's body is still arriving when the app starts closing; the second,
+    // pipelined behind it, is read once the first is answered.
+    const socket = connect(port, "127.0.0.1");
+    let received = "";
+    socket.on("data", (chunk) => (received += chunk.toString()));
+    const ended = new Promise((resolve) => socket.on("close", resolve));
+    const body = JSON.stringify({ title: "Written while closing" });
+    socket.write(
+      `POST /api/v1/projects/rover/tasks HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const closed = t.app.close();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    socket.write(
+      `${body.slice(5)}GET /api/v1/projects HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+    );
+    await Promise.all([closed, ended]);
+    const answers = received.split(/(?=HTTP\/1\.1 )/);
+    expect(answers).toHaveLength(2);
+    expect(answers[0]).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answers[1]).toMatch(/^HTTP\/1\.1 503 /);
+    expect(answers[1]).toMatch(/\r\nretry-after: 5\r\n/i);
+    expect(answers[1]).toMatch(/\r\nconnection: close\r\n/i);
+    expect(JSON.parse(answers[1]?.split("\r\n\r\n")[1] ?? "")).toEqual({
+      ok: false,
+      error: "unavailable",
+      message: expect.stringMatching(/restarting/),
+    });
+    await t.close();
   });
 });
