@@ -57,7 +57,7 @@ describe("a disabled webhook", () => {
 });
 
 describe("exhausted deliveries", () => {
-  it("are counted, and taken back by svc webhook retry-failed --include-exhausted", async () => {
+  it("are counted, and taken back by svc webhook retry-failed --include-exhausted and redeliver", async () => {
     const { ws, webhook, createTask } = await workspaceWithWebhook(
       p,
       receiver,
@@ -88,5 +88,17 @@ describe("exhausted deliveries", () => {
       expect.objectContaining({ id: delivery?.id, status: "delivered" }),
     ]);
     expect(receiver.on("/exhausted")).toHaveLength(2);
+
+    // One at a time: svc webhook redeliver sends an exhausted delivery again too.
+    await p.db
+      .update(webhookDeliveries)
+      .set({ status: "exhausted" })
+      .where(eq(webhookDeliveries.id, delivery?.id as string));
+    const redelivered = await runCli(
+      ["webhook", "redeliver", "--delivery", delivery?.id as string, "--json"],
+      env,
+    );
+    expect(JSON.parse(redelivered.stdout)).toMatchObject({ id: delivery?.id, status: "delivered" });
+    expect(receiver.on("/exhausted")).toHaveLength(3);
   });
 });
