@@ -155,10 +155,16 @@ describe("the daily pass over more failed deliveries than one batch", () => {
     await p.queue.enqueue("runRetryPass", {});
     await eventually(() => sentOnce(path, ids).distinct === FAILED, 60_000);
     expect(sentOnce(path, ids)).toEqual({ distinct: FAILED, total: FAILED });
-    const passes = await p.db.execute(sql`
-      select passes, status, count(*)::int as count from webhook_deliveries
-      where id = any(${`{${ids.join(",")}}`}::uuid[]) group by passes, status`);
-    expect(rowsOf(passes)).toEqual([{ passes: 1, status: "delivered", count: FAILED }]);
+    // The receiver answers before the worker records the attempt: wait for the records.
+    const passes = await eventually(async () => {
+      const rows = rowsOf<{ passes: number; status: string; count: number }>(
+        await p.db.execute(sql`
+          select passes, status, count(*)::int as count from webhook_deliveries
+          where id = any(${`{${ids.join(",")}}`}::uuid[]) group by passes, status`),
+      );
+      return rows.some((row) => row.status !== "delivered") ? null : rows;
+    });
+    expect(passes).toEqual([{ passes: 1, status: "delivered", count: FAILED }]);
   }, 90_000);
 
   it("re-sends every one exactly once from svc webhook retry-failed", async () => {
