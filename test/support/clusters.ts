@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, execFileSync, spawn } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { chown, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -10,7 +10,13 @@ import { freePort } from "./ports.js";
 // Servers of a test's own, which it may stop, kill and start again: never the shared ones the
 // rest of the suite uses (README, "Tests that cause the fault").
 
-const PG_BIN = "/usr/lib/postgresql/15/bin";
+/** The newest PostgreSQL server binaries Debian installed (`/usr/lib/postgresql/<version>/bin`). */
+const PG_BIN = (() => {
+  const root = "/usr/lib/postgresql";
+  const [newest] = readdirSync(root).sort((a, b) => Number(b) - Number(a));
+  if (newest === undefined) throw new Error(`no PostgreSQL server binaries under ${root}`);
+  return path.join(root, newest, "bin");
+})();
 const SERVICE_DATABASE = "workspace";
 
 /** Everything a test file started, so a crashed file still takes its servers down with it. */
