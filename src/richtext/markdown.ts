@@ -1,4 +1,4 @@
-import { getDefaults, Lexer, type MarkedToken, type Token, type Tokens } from "marked";
+import { getDefaults, Lexer, type MarkedToken, type Token, Tokenizer, type Tokens } from "marked";
 import type {
   BlockNode,
   HeadingLevel,
@@ -30,7 +30,7 @@ export function markdownToRichText(markdown: string): RichTextDoc {
 function lex(markdown: string): Token[] {
   // Fresh defaults so a `marked.use()` elsewhere in the process cannot change
   // how stored bodies are parsed.
-  return new BoundedLexer(getDefaults()).lex(markdown);
+  return new BoundedLexer({ ...getDefaults(), tokenizer: new BoundedTokenizer() }).lex(markdown);
 }
 
 // marked's inline lexer scans ahead from each character that may open
@@ -43,6 +43,28 @@ function lex(markdown: string): Token[] {
 // cost at most (openers × length) of each inline text; a document may spend
 // this much, and an inline text that would go past it is kept as written.
 const INLINE_SCAN_BUDGET = 20_000_000;
+
+// marked tries a setext heading (text, then a line of `=` or `-`) at every
+// block, and its pattern looks for the underline as far as the paragraph goes:
+// to the end of a document without blank lines. Lists and quotes lex their
+// items again, so a document of lazy list lines (`*\n\t~` repeated) cost that
+// scan at every line: half a minute for 180 KB. A heading's text is a few
+// lines; an underline further down than this is not looked for, and the lines
+// stay a paragraph.
+const SETEXT_HEADING_MAX_LINES = 64;
+const SETEXT_UNDERLINE = /\n {0,3}(?:=+|-+)[ \t]*(?:\n|$)/;
+
+class BoundedTokenizer extends Tokenizer {
+  override lheading(src: string): Tokens.Heading | undefined {
+    let end = -1;
+    for (let line = 0; line <= SETEXT_HEADING_MAX_LINES; line++) {
+      end = src.indexOf("\n", end + 1);
+      if (end === -1) break;
+    }
+    const window = end === -1 ? src : src.slice(0, end + 1);
+    return SETEXT_UNDERLINE.test(window) ? super.lheading(src) : undefined;
+  }
+}
 
 class BoundedLexer extends Lexer {
   private budget = INLINE_SCAN_BUDGET;

@@ -305,6 +305,19 @@ describe("markdownToRichText", () => {
     },
   );
 
+  // marked looked for a setext underline as far as the paragraph went, at every
+  // line of lazily continued list items: 120 KB of these held the process 16 s,
+  // this 300 KB past the test's timeout. A heading's underline is looked for
+  // within 64 lines.
+  it("lexes lazily continued list items in one pass, and still finds setext headings", () => {
+    const lazy = "1.\n\t|".repeat(60_000);
+    const [list] = blocks(lazy) as { type: string }[];
+    expect(list?.type).toBe("orderedList");
+    expect(blocks("Title\nsecond line\n===")).toEqual([
+      { type: "heading", attrs: { level: 1 }, content: [text("Title\nsecond line")] },
+    ]);
+  });
+
   it("formats a long document of ordinary paragraphs to its end", () => {
     const paragraphs = Array.from({ length: 10_000 }, (_, i) => `Line ${i} has *some* emphasis.`);
     const converted = blocks(paragraphs.join("\n\n"));
