@@ -55,6 +55,17 @@ const SETEXT_HEADING_MAX_LINES = 64;
 const SETEXT_UNDERLINE = /\n {0,3}(?:=+|-+)[ \t]*(?:\n|$)/;
 
 class BoundedTokenizer extends Tokenizer {
+  // The table rule scans its body rows to the end of the paragraph before marked
+  // checks that the delimiter row (the second line) has a `:` or `|`: without
+  // one it is no table, known from the second line alone.
+  override table(src: string): Tokens.Table | undefined {
+    const start = src.indexOf("\n") + 1;
+    if (start === 0) return undefined;
+    const end = src.indexOf("\n", start);
+    const delimiterRow = src.slice(start, end === -1 ? undefined : end);
+    return /[:|]/.test(delimiterRow) ? super.table(src) : undefined;
+  }
+
   override lheading(src: string): Tokens.Heading | undefined {
     let end = -1;
     for (let line = 0; line <= SETEXT_HEADING_MAX_LINES; line++) {
