@@ -1,15 +1,14 @@
 import type { FastifyInstance } from "fastify";
 import { scopeDescriptions } from "../core/scopes.js";
-import { revokeGrant } from "../oauth/grants.js";
+import { findLiveConnection, listGrantsConnectedTo, revokeGrant } from "../oauth/grants.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
-import { findLiveConnection, listConnectedAddons } from "./connected-addons.js";
 import { adminContextOf, pathId, renderAdminPage, sectionPath } from "./context.js";
 
 /** Connected addons: the grants other developers' addons hold on this organisation. */
 export async function connectionPages(app: FastifyInstance) {
   app.get("/:org/connections", async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const grants = await listConnectedAddons(app.db, organization.id);
+    const grants = await listGrantsConnectedTo(app.db, organization.id);
     return renderAdminPage(request, reply, "connections", "admin/connections", {
       title: "Connected addons",
       grants,

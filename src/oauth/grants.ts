@@ -67,6 +67,10 @@ export async function approveAuthorization(db: Db, approval: Approval): Promise<
   return { code };
 }
 
+function inCatalogueOrder(scopes: readonly string[]): Scope[] {
+  return allScopes.filter((scope) => scopes.includes(scope) && isScope(scope));
+}
+
 export type ConnectedAddon = {
   id: string;
   /** The addon's public `svcc_` client id. */
@@ -74,38 +78,99 @@ export type ConnectedAddon = {
   addonName: string;
   developerName: string;
   scopes: Scope[];
-  approvedBy: string | null;
+  approvedBy: { name: string; email: string } | null;
   createdAt: Date;
   revokedAt: Date | null;
+  /** The latest use of any token the grant issued. */
+  lastUsedAt: Date | null;
+  /** Tokens of the grant that still work (not revoked, not expired). */
+  liveTokens: number;
 };
 
-function inCatalogueOrder(scopes: readonly string[]): Scope[] {
-  return allScopes.filter((scope) => scopes.includes(scope) && isScope(scope));
-}
+// Per grant, from its tokens (api_tokens_grant_idx): the latest use and how many still work.
+const tokenUse = (db: Db) =>
+  db
+    .select({
+      grantId: apiTokens.grantId,
+      lastUsedAt: sql<Date | null>`max(${apiTokens.lastUsedAt})`
+        .mapWith(apiTokens.lastUsedAt)
+        .as("last_used_at"),
+      liveTokens:
+        sql<number>`count(*) filter (where ${apiTokens.revokedAt} is null and (${apiTokens.expiresAt} is null or ${apiTokens.expiresAt} > now()))`
+          .mapWith(Number)
+          .as("live_tokens"),
+    })
+    .from(apiTokens)
+    .where(eq(apiTokens.grantId, oauthGrants.id))
+    .groupBy(apiTokens.grantId)
+    .as("token_use");
 
-/** The grants connected to an organisation (live and revoked), newest first. */
-export async function listGrantsConnectedTo(
-  db: Db,
-  organizationId: string,
-): Promise<ConnectedAddon[]> {
-  const rows = await db
+function selectGrants(db: Db) {
+  const use = tokenUse(db);
+  return db
     .select({
       id: oauthGrants.id,
       clientId: oauthClients.clientId,
       addonName: oauthClients.name,
       developerName: organizations.name,
       scopes: oauthGrants.scopes,
-      approvedBy: users.name,
+      approverName: users.name,
+      approverEmail: users.email,
       createdAt: oauthGrants.createdAt,
       revokedAt: oauthGrants.revokedAt,
+      lastUsedAt: use.lastUsedAt,
+      liveTokens: use.liveTokens,
     })
     .from(oauthGrants)
     .innerJoin(oauthClients, eq(oauthClients.id, oauthGrants.clientId))
     .innerJoin(organizations, eq(organizations.id, oauthClients.organizationId))
     .leftJoin(users, eq(users.id, oauthGrants.approvedBy))
+    .leftJoinLateral(use, sql`true`);
+}
+
+type GrantRow = Awaited<ReturnType<ReturnType<typeof selectGrants>["where"]>>[number];
+
+function toConnectedAddon({ approverName, approverEmail, ...row }: GrantRow): ConnectedAddon {
+  return {
+    ...row,
+    scopes: inCatalogueOrder(row.scopes),
+    approvedBy:
+      approverName === null || approverEmail === null
+        ? null
+        : { name: approverName, email: approverEmail },
+    lastUsedAt: row.lastUsedAt ?? null,
+    liveTokens: row.liveTokens ?? 0,
+  };
+}
+
+/**
+ * The grants addons hold on an organisation (live and revoked), newest first, with who approved
+ * them, their tokens' latest use and how many still work.
+ */
+export async function listGrantsConnectedTo(
+  db: Db,
+  organizationId: string,
+): Promise<ConnectedAddon[]> {
+  const rows = await selectGrants(db)
     .where(eq(oauthGrants.organizationId, organizationId))
     .orderBy(desc(oauthGrants.createdAt), desc(oauthGrants.id));
-  return rows.map((row) => ({ ...row, scopes: inCatalogueOrder(row.scopes) }));
+  return rows.map(toConnectedAddon);
+}
+
+/** One live grant of the organisation, for the disconnect confirmation; null when none. */
+export async function findLiveConnection(
+  db: Db,
+  organizationId: string,
+  grantId: string,
+): Promise<ConnectedAddon | null> {
+  const [row] = await selectGrants(db).where(
+    and(
+      eq(oauthGrants.id, grantId),
+      eq(oauthGrants.organizationId, organizationId),
+      isNull(oauthGrants.revokedAt),
+    ),
+  );
+  return row === undefined ? null : toConnectedAddon(row);
 }
 
 /**
