@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/client.js";
 import { webhookDeliveries } from "../../src/db/schema/index.js";
-import { createWebhook } from "../../src/webhooks/service.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import {
   type PostgresCluster,
@@ -11,12 +10,8 @@ import {
   startRedisServer,
 } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
-import {
-  importFixture,
-  mintToken,
-  type Workspace,
-  workspaceDocument,
-} from "../support/fixtures.js";
+import { mintToken, type Workspace } from "../support/fixtures.js";
+import { roverWithWebhook } from "../support/pipeline.js";
 import { Receiver } from "../support/receiver.js";
 import {
   type Answer,
@@ -49,17 +44,7 @@ beforeAll(async () => {
     new Receiver().start(),
   ]);
   database = await openServiceDatabase(cluster.url);
-  ws = await importFixture(
-    database.db,
-    workspaceDocument("redis-down", {
-      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
-    }),
-  );
-  await createWebhook(
-    database.db,
-    { secretKey: TEST_SECRET_KEY, production: false },
-    { organizationId: ws.organization.id, url: receiver.url("/hook"), events: ["task.created"] },
-  );
+  ({ ws } = await roverWithWebhook(database.db, TEST_SECRET_KEY, receiver, "redis-down", "/hook"));
   const env = {
     DATABASE_URL: cluster.url,
     REDIS_URL: redis.url,

@@ -17,6 +17,7 @@ import { eventually } from "../support/eventually.js";
 import {
   importFixture,
   mintToken,
+  project,
   type Workspace,
   workspaceDocument,
 } from "../support/fixtures.js";
@@ -48,9 +49,7 @@ beforeAll(async () => {
   database = await openServiceDatabase(cluster.url);
   ws = await importFixture(
     database.db,
-    workspaceDocument("sigterm", {
-      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
-    }),
+    workspaceDocument("sigterm", { projects: [project("rover")] }),
   );
   token = await mintToken(database.db, ws);
   env = {

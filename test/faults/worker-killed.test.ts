@@ -6,7 +6,6 @@ import pg from "pg";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Database, rowsOf } from "../../src/db/client.js";
 import { webhookAttempts, webhookDeliveries } from "../../src/db/schema/index.js";
-import { createWebhook } from "../../src/webhooks/service.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import {
   type PostgresCluster,
@@ -15,7 +14,8 @@ import {
   startRedisServer,
 } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
-import { importFixture, mintToken, workspaceDocument } from "../support/fixtures.js";
+import { mintToken } from "../support/fixtures.js";
+import { roverWithWebhook } from "../support/pipeline.js";
 import { Receiver } from "../support/receiver.js";
 import { call, openServiceDatabase, type ServiceProcess, startService } from "./service-process.js";
 
@@ -58,16 +58,12 @@ it("still delivers a delivery whose worker was SIGKILLed between claiming it and
     WORKER_LOCK_SECONDS: "11",
     DATABASE_POOL_SIZE: "5",
   };
-  const ws = await importFixture(
+  const { ws } = await roverWithWebhook(
     database.db,
-    workspaceDocument("killed", {
-      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
-    }),
-  );
-  await createWebhook(
-    database.db,
-    { secretKey: TEST_SECRET_KEY, production: false },
-    { organizationId: ws.organization.id, url: receiver.url("/killed"), events: ["task.created"] },
+    TEST_SECRET_KEY,
+    receiver,
+    "killed",
+    "/killed",
   );
   const token = await mintToken(database.db, ws);
   const connection = new Redis(redis.url, { maxRetriesPerRequest: null });

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { pino } from "pino";
+import type { Db } from "../../src/db/client.js";
 import { createBullmqQueue } from "../../src/queue/bullmq-queue.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
@@ -9,7 +10,7 @@ import { startWorker } from "../../src/worker.js";
 import { api } from "./api.js";
 import { createTestApp, type TestApp } from "./app.js";
 import { TEST_REDIS_URL } from "./env.js";
-import { importFixture, mintToken, workspaceDocument } from "./fixtures.js";
+import { importFixture, mintToken, project, workspaceDocument } from "./fixtures.js";
 import type { Receiver } from "./receiver.js";
 
 export type Pipeline = TestApp & { queue: JobQueue<WorkspaceJobs>; queuePrefix: string };
@@ -54,26 +55,33 @@ export async function startPipeline(
 }
 
 /**
- * An organisation with a project `rover`, a webhook on `path` of the receiver subscribed to
- * `task.created`, and a way to create tasks through the API.
+ * An organisation with a project `rover` and a webhook on `path` of the receiver subscribed to
+ * `task.created`, written straight to the database (an in-process app's, or a fault test's own).
  */
+export async function roverWithWebhook(
+  db: Db,
+  secretKey: string,
+  receiver: Receiver,
+  slug: string,
+  path: string,
+) {
+  const ws = await importFixture(db, workspaceDocument(slug, { projects: [project("rover")] }));
+  const webhook = await createWebhook(
+    db,
+    { secretKey, production: false },
+    { organizationId: ws.organization.id, url: receiver.url(path), events: ["task.created"] },
+  );
+  return { ws, webhook };
+}
+
+/** `roverWithWebhook` on the pipeline's app, and a way to create tasks through its API. */
 export async function workspaceWithWebhook(
   p: Pipeline,
   receiver: Receiver,
   slug: string,
   path: string,
 ) {
-  const ws = await importFixture(
-    p.db,
-    workspaceDocument(slug, {
-      projects: [{ slug: "rover", name: "Rover", status: "active", visibility: "org" }],
-    }),
-  );
-  const webhook = await createWebhook(
-    p.db,
-    { secretKey: p.config.secretKey, production: false },
-    { organizationId: ws.organization.id, url: receiver.url(path), events: ["task.created"] },
-  );
+  const { ws, webhook } = await roverWithWebhook(p.db, p.config.secretKey, receiver, slug, path);
   const token = await mintToken(p.db, ws);
   const createTask = async (title: string) => {
     const res = await api(p.app, "POST", "/api/v1/projects/rover/tasks", {
