@@ -55,6 +55,20 @@ const SETEXT_HEADING_MAX_LINES = 64;
 const SETEXT_UNDERLINE = /\n {0,3}(?:=+|-+)[ \t]*(?:\n|$)/;
 
 class BoundedTokenizer extends Tokenizer {
+  // marked joins a line that continues a paragraph or a list item's text onto
+  // the token before it with `raw += (raw.endsWith("\n") ? "" : "\n") + line`,
+  // and `endsWith` flattens the concatenation: every line copies all the lines
+  // before it, so n lines cost n²/2 (180 KB of `*\n\t~` took 28 s). While it
+  // lexes, marked reads only that raw's last character, and the conversion
+  // reads the tokens and text of paragraphs and texts, never their raw: so the
+  // raw is cut to its last character before each block, and a join copies one
+  // line.
+  override space(src: string): Tokens.Space | undefined {
+    const last = this.lexer.state.lastToken;
+    if (last?.type === "paragraph" || last?.type === "text") last.raw = last.raw.slice(-1);
+    return super.space(src);
+  }
+
   // The table rule scans its body rows to the end of the paragraph before marked
   // checks that the delimiter row (the second line) has a `:` or `|`: without
   // one it is no table, known from the second line alone.
