@@ -1,4 +1,4 @@
-import { Queue, UnrecoverableError, Worker } from "bullmq";
+import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
 import {
@@ -83,7 +83,7 @@ export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions)
       worker.on("failed", (job, err) => {
         // Whether BullMQ will try again: never after an UnrecoverableError or the last attempt.
         const retry =
-          !(err instanceof UnrecoverableError) &&
+          err.name !== "UnrecoverableError" &&
           job !== undefined &&
           job.attemptsMade < (job.opts.attempts ?? 1);
         options.logger.warn({ err, job: job?.name, jobId: job?.id, retry }, "job failed");

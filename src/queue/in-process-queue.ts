@@ -1,4 +1,3 @@
-import { UnrecoverableError } from "bullmq";
 import { CronExpressionParser } from "cron-parser";
 import type { Logger } from "pino";
 import {
@@ -8,6 +7,7 @@ import {
   type JobHandlers,
   type JobMap,
   type JobQueue,
+  UnrecoverableError,
 } from "./queue.js";
 
 type PendingJob = {

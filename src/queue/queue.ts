@@ -33,8 +33,13 @@ export interface JobQueue<J extends JobMap> {
   close(): Promise<void>;
 }
 
-/** A failure that retrying cannot fix: the adapter records it and does not retry. */
-export { UnrecoverableError } from "bullmq";
+/**
+ * A failure that retrying cannot fix: the adapter records it and does not retry. BullMQ knows it
+ * by its name, so a process without Redis never loads BullMQ for it.
+ */
+export class UnrecoverableError extends Error {
+  override name = "UnrecoverableError";
+}
 
 export const DEFAULT_JOB_ATTEMPTS = 5;
 export const DEFAULT_BACKOFF_MS = 1000;

@@ -1,6 +1,6 @@
 import { lookup as systemLookup } from "node:dns";
 import type { LookupFunction } from "node:net";
-import { Agent, buildConnector, request } from "undici";
+import type { Agent, buildConnector } from "undici";
 import { isForbiddenAddress, type WebhookNetwork } from "./url-policy.js";
 
 /**
@@ -31,6 +31,15 @@ export interface DeliveryOutcome {
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
+
+type Undici = typeof import("undici");
+let undiciLoading: Promise<Undici> | undefined;
+// Loaded by the first delivery rather than at start: a tenth of a second of the embedded
+// default's start, for a process that may not deliver for a while.
+const loadUndici = () => {
+  undiciLoading ??= import("undici");
+  return undiciLoading;
+};
 
 // A small body is drained so the keep-alive connection can be reused; anything bigger is cut off
 // and its connection destroyed, so a receiver streaming megabytes costs us nothing.
@@ -79,8 +88,11 @@ const allowedOnlyLookup =
  * resolved to, the address we are actually connected to is the one judged. For https the TLS
  * handshake runs on the already-checked socket, so no ClientHello reaches a forbidden host.
  */
-function buildAllowedOnlyConnector(network: WebhookNetwork): buildConnector.connector {
-  const connectTcpOrTls = buildConnector({ lookup: allowedOnlyLookup(network) });
+function buildAllowedOnlyConnector(
+  undici: Undici,
+  network: WebhookNetwork,
+): buildConnector.connector {
+  const connectTcpOrTls = undici.buildConnector({ lookup: allowedOnlyLookup(network) });
   return (options, callback) => {
     const defaultPort = options.protocol === "https:" ? "443" : "80";
     connectTcpOrTls(
@@ -119,11 +131,12 @@ const AGENT_OPTIONS = {
 // One agent per network policy (a process has one), each checking every connection it opens.
 const agents = new Map<string, Agent>();
 
-function agentFor(network: WebhookNetwork): Agent {
+function agentFor(undici: Undici, network: WebhookNetwork): Agent {
   const key = `${network.production}|${(network.allowedPrivateRanges ?? []).join(",")}`;
   let agent = agents.get(key);
   if (agent === undefined) {
-    agent = new Agent({ ...AGENT_OPTIONS, connect: buildAllowedOnlyConnector(network) });
+    const connect = buildAllowedOnlyConnector(undici, network);
+    agent = new undici.Agent({ ...AGENT_OPTIONS, connect });
     agents.set(key, agent);
   }
   return agent;
@@ -181,11 +194,12 @@ export async function postWebhook(
   });
 
   try {
-    const response = await request(webhook.url, {
+    const undici = await loadUndici();
+    const response = await undici.request(webhook.url, {
       method: "POST",
       headers: webhook.headers,
       body: webhook.body,
-      dispatcher: agentFor(options),
+      dispatcher: agentFor(undici, options),
       signal,
     });
     statusCode = response.statusCode;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openPostgres } from "../../src/db/client.js";
+import { openPostgres } from "../../src/db/postgres.js";
 import { runCli } from "../support/cli.js";
 import { TEST_DATABASE_URL } from "../support/env.js";
 

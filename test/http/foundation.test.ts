@@ -2,7 +2,7 @@ import { sql } from "drizzle-orm";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
-import { openPostgres } from "../../src/db/client.js";
+import { openPostgres } from "../../src/db/postgres.js";
 import { apiTokens } from "../../src/db/schema/index.js";
 import { createToken, revokeToken } from "../../src/modules/tokens/service.js";
 import { removeMember } from "../../src/modules/users/service.js";

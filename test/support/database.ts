@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import pg from "pg";
-import { type Database, openPostgres, type PostgresOptions } from "../../src/db/client.js";
+import type { Database } from "../../src/db/client.js";
+import { openPostgres, type PostgresOptions } from "../../src/db/postgres.js";
 import { TEST_DATABASE_URL } from "./env.js";
 
 /**

@@ -1,0 +1,74 @@
+import { sql } from "drizzle-orm";
+import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
+import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
+import pg from "pg";
+import { DEFAULT_POSTGRES_LIMITS, type PostgresLimits } from "../config.js";
+import { type Database, findMigrationsFolder } from "./client.js";
+import { PostgresListener } from "./notifications.js";
+
+// node-postgres lives here, apart from the handle's type in client.ts, so that the embedded
+// default never loads it.
+
+// Arbitrary constant shared by every instance of the service, so that only one of them
+// migrates at a time.
+const MIGRATION_LOCK_KEY = 727_465_101;
+
+export type PostgresOptions = Partial<PostgresLimits> & {
+  /** Sees every SQL statement the service sends (trace logging, query-count checks). */
+  onQuery?: (query: string) => void;
+  /** Hears what goes wrong on the listening connection (it reconnects by itself). */
+  onListenError?: (error: unknown) => void;
+};
+
+export function openPostgres(connectionString: string, options: PostgresOptions = {}): Database {
+  const limits = { ...DEFAULT_POSTGRES_LIMITS, ...options };
+  const pool = new pg.Pool({
+    connectionString,
+    max: limits.poolSize,
+    // Waiting for a connection, new or from a full pool, ends in an error the API answers
+    // with 503 instead of a request that hangs while the database is away.
+    connectionTimeoutMillis: limits.connectTimeoutMs,
+    statement_timeout: limits.statementTimeoutMs,
+    idle_in_transaction_session_timeout: limits.idleInTransactionTimeoutMs,
+    // Finds a peer that vanished without closing the connection.
+    keepAlive: true,
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on("error", () => {});
+  const onQuery = options.onQuery;
+  const listener = new PostgresListener(connectionString, options.onListenError ?? (() => {}));
+  const db = drizzlePg(pool, {
+    casing: "snake_case",
+    ...(onQuery === undefined ? {} : { logger: { logQuery: (query: string) => onQuery(query) } }),
+  });
+  return {
+    db,
+    kind: "postgres",
+    listen: (channel, channelListener) => listener.listen(channel, channelListener),
+    async migrate() {
+      const client = await pool.connect();
+      try {
+        // Another instance may hold the lock for as long as its migrations take.
+        await client.query("set statement_timeout = 0");
+        await client.query("select pg_advisory_lock($1)", [MIGRATION_LOCK_KEY]);
+        try {
+          await migratePg(drizzlePg(client, { casing: "snake_case" }), {
+            migrationsFolder: findMigrationsFolder(),
+          });
+        } finally {
+          await client.query("select pg_advisory_unlock($1)", [MIGRATION_LOCK_KEY]);
+          await client.query("reset statement_timeout");
+        }
+      } finally {
+        client.release();
+      }
+    },
+    async ping() {
+      await db.execute(sql`select 1`);
+    },
+    async close() {
+      await listener.close();
+      await pool.end();
+    },
+  };
+}
