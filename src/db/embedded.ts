@@ -1,5 +1,6 @@
 import { cpSync, existsSync, renameSync, rmSync } from "node:fs";
 import path from "node:path";
+import { setFlagsFromString } from "node:v8";
 import { sql } from "drizzle-orm";
 import { type Database, findMigrationsFolder } from "./client.js";
 
@@ -39,6 +40,11 @@ export async function openPglite(
   /** What a fresh `dir` starts from; null runs initdb. */
   options: { template?: string | null } = {},
 ): Promise<Database> {
+  // V8 compiles WebAssembly with its baseline compiler (Liftoff) and then again, in the
+  // background, with its optimising one. For PostgreSQL that second pass took about a second of
+  // every start on two cores, and 70 MiB for its code, while queries ran no faster in the bench:
+  // PGlite's module (the only WebAssembly the process compiles) keeps Liftoff's code.
+  setFlagsFromString("--liftoff-only");
   const [{ PGlite }, { drizzle }, { migrate }] = await Promise.all([
     import("@electric-sql/pglite"),
     import("drizzle-orm/pglite"),
