@@ -118,11 +118,11 @@ export function samplePeakRss(pid: number): () => number {
   };
 }
 
-/** Runs the compiled `svc` CLI, as `npm run svc` does, and returns its stdout. */
+/** Runs the built `svc` CLI, as `npm run svc` does, and returns its stdout. */
 export async function svc(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [path.join(ROOT, "dist/src/cli/index.js"), ...args],
+    [path.join(ROOT, "dist/svc.mjs"), ...args],
     { cwd: ROOT, env, maxBuffer: 64 * 1024 * 1024 },
   );
   return stdout;

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { type Database, openPostgres } from "../../src/db/client.js";
+import type { Database } from "../../src/db/client.js";
+import { openPostgres } from "../../src/db/postgres.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { CLI_ENTRY, ROOT } from "../support/cli.js";
 import { freePort } from "../support/ports.js";
@@ -38,10 +39,12 @@ process.once("exit", () => {
 export async function startService(
   command: ServiceProcess["command"],
   env: Record<string, string>,
+  /** How node runs the CLI: the sources through tsx, or the built bundle (`dist/svc.mjs`). */
+  cli: string[] = ["--import", "tsx", CLI_ENTRY],
 ): Promise<ServiceProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ["--import", "tsx", CLI_ENTRY, command], {
+  const child = spawn(process.execPath, [...cli, command], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,

@@ -1,0 +1,36 @@
+/**
+ * `npm run build` step: bundles the compiled CLI (dist/src/cli/index.js) and the packages it
+ * loads into one file, dist/svc.mjs, which `npm start` and `svc` run. Node then reads one file
+ * instead of resolving and reading about 1,200 modules at every start, a quarter of the embedded
+ * default's restart (bench/RESULTS.md).
+ *
+ * Left out, and loaded from node_modules as before: packages with native addons (argon2, the
+ * msgpack extractor BullMQ tries), PGlite (its WebAssembly and data files sit beside it), the
+ * API reference's browser bundle, and pino-pretty (development only).
+ */
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+
+await build({
+  entryPoints: [path.join(ROOT, "dist/src/cli/index.js")],
+  outfile: path.join(ROOT, "dist/svc.mjs"),
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20",
+  external: [
+    "@electric-sql/pglite",
+    "argon2",
+    "msgpackr-extract",
+    "@scalar/fastify-api-reference",
+    "pino-pretty",
+  ],
+  // The bundled CommonJS packages call require() for Node's own modules.
+  banner: {
+    js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
+  },
+  logLevel: "warning",
+});
