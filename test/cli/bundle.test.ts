@@ -19,7 +19,7 @@ import { Receiver } from "../support/receiver.js";
 // `npm start` and `svc` run dist/svc.mjs, the build's bundle of the CLI and the packages it loads
 // (scripts/bundle.ts), while the rest of the suite runs the sources. These run the bundle on
 // every path where bundling could break a package: node-postgres, BullMQ and ioredis, undici's
-// delivery, PGlite left outside the bundle, and the start script.
+// delivery, PGlite left outside the bundle, and the start script's own Node flags.
 
 const BUNDLE = path.join(ROOT, "dist/svc.mjs");
 
@@ -122,7 +122,7 @@ describe("npm start in embedded mode", () => {
         60_000,
       );
       expect(output).toContain(
-        "node dist/svc.mjs start",
+        "node --max-semi-space-size=8 --heap-growing-percent=40 dist/svc.mjs start",
       );
       const projects = await call(`http://127.0.0.1:${port}/api/v1/projects`, { token });
       expect(projects.status).toBe(200);
