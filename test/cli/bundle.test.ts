@@ -111,6 +111,8 @@ describe("npm start in embedded mode", () => {
         LOG_LEVEL: "warn",
       },
       stdio: ["ignore", "pipe", "pipe"],
+      // A group of its own, so that a failing test leaves no service behind.
+      detached: true,
     });
     let output = "";
     child.stdout.on("data", (chunk) => (output += chunk));
@@ -132,7 +134,11 @@ describe("npm start in embedded mode", () => {
       process.kill(serviceProcessOf(child.pid ?? 0), "SIGTERM");
       expect(await exited).toBe(0);
     } finally {
-      child.kill("SIGKILL");
+      try {
+        process.kill(-(child.pid ?? 0), "SIGKILL");
+      } catch {
+        // The group has exited already.
+      }
     }
   });
 });
