@@ -19,7 +19,7 @@ import { Receiver } from "../support/receiver.js";
 // `npm start` and `svc` run dist/svc.mjs, the build's bundle of the CLI and the packages it loads
 // (scripts/bundle.ts), while the rest of the suite runs the sources. These run the bundle on
 // every path where bundling could break a package: node-postgres, BullMQ and ioredis, undici's
-// delivery, PGlite left outside the bundle, and the start script's own Node flags.
+// delivery, PGlite left outside the bundle, and the start script's own Node flag.
 
 const BUNDLE = path.join(ROOT, "dist/svc.mjs");
 
@@ -123,9 +123,7 @@ describe("npm start in embedded mode", () => {
         () => /Demo token:\s+(svc_live_\S+)/.exec(output)?.[1],
         60_000,
       );
-      expect(output).toContain(
-        "node --max-semi-space-size=8 --heap-growing-percent=40 dist/svc.mjs start",
-      );
+      expect(output).toContain("node --heap-growing-percent=40 dist/svc.mjs start");
       const projects = await call(`http://127.0.0.1:${port}/api/v1/projects`, { token });
       expect(projects.status).toBe(200);
       expect(projects.json().data.length).toBeGreaterThan(0);
