@@ -178,6 +178,8 @@ export async function postWebhook(
   webhook: WebhookRequest,
   options: WebhookPostOptions,
 ): Promise<DeliveryOutcome> {
+  // Before the clock starts: loading undici is not the receiver's time.
+  const undici = await loadUndici();
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const signal = AbortSignal.timeout(timeoutMs);
   const startedAt = performance.now();
@@ -194,7 +196,6 @@ export async function postWebhook(
   });
 
   try {
-    const undici = await loadUndici();
     const response = await undici.request(webhook.url, {
       method: "POST",
       headers: webhook.headers,
