@@ -42,7 +42,8 @@ function start(): Promise<Started> {
   child.stderr.on("data", (chunk) => (stderr += chunk));
   return new Promise((resolve, reject) => {
     const timer = setInterval(() => {
-      if (/Mint a token|Try:/.test(stdout)) {
+      // The greeting is several writes; wait for its last line to be complete.
+      if (/(token create|Try:)[^\n]*\n/.test(stdout)) {
         clearInterval(timer);
         resolve({ child, stdout: () => stdout });
       }

@@ -120,7 +120,7 @@ describe("npm start in embedded mode", () => {
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     try {
       const token = await eventually(
-        () => /Demo token:\s+(svc_live_\S+)/.exec(output)?.[1],
+        () => /Demo token:\s+(svc_live_\S+)\s/.exec(output)?.[1],
         60_000,
       );
       expect(output).toContain("node --heap-growing-percent=40 dist/svc.mjs start");

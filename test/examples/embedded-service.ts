@@ -44,7 +44,7 @@ export async function startEmbeddedService(): Promise<EmbeddedService> {
   };
   try {
     const login = await service.waitFor(/Admin login:\s+(\S+) \/ (\S+)/, { timeoutMs: 45_000 });
-    const token = await service.waitFor(/Demo token:\s+(svc_live_\S+)/);
+    const token = await service.waitFor(/Demo token:\s+(svc_live_\S+)\s/);
     return {
       url: `http://127.0.0.1:${port}`,
       adminEmail: login[1] as string,
