@@ -133,7 +133,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     loggerInstance,
     bodyLimit: deps.config.bodyLimitBytes,
     genReqId: requestIdOf,
-    logController: new RequestLog(),
+    logController: new RequestLog(loggerInstance),
     frameworkErrors: answerUnroutableRequest,
     // The reference is served at /api/v1/docs itself, not only behind a redirect to /docs/.
     rewriteUrl: (request) =>

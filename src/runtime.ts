@@ -45,13 +45,12 @@ export async function openDatabase(
 
 async function connectRedis(redisUrl: string): Promise<Redis> {
   const { Redis } = await import("ioredis");
-  // Request-path commands (rate limit, readiness) fail fast while Redis is away. Commands of
-  // requests served in the same tick share one write (auto-pipelining).
+  // Request-path commands (rate limit, readiness) fail fast while Redis is away. The rate
+  // limiter gathers the requests of a turn of the event loop into one command itself.
   const redis = new Redis(redisUrl, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
-    enableAutoPipelining: true,
   });
   redis.on("error", () => {});
   await redis.connect();

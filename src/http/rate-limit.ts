@@ -1,7 +1,7 @@
 import { createRequire } from "node:module";
 import rateLimit, { type FastifyRateLimitStore } from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Redis } from "ioredis";
+import type { Redis, Result } from "ioredis";
 import type { Config } from "../config.js";
 import { RateLimited } from "../core/errors.js";
 import type { BearerLookup } from "./auth.js";
@@ -24,48 +24,114 @@ type StoreConstructor = new (
   ...backing: unknown[]
 ) => FastifyRateLimitStore;
 
-// The plugin's own stores, which it does not export by name: one budget in Redis shared by
-// every instance, and one in this process's memory.
+// The plugin's own store, which it does not export by name: one budget in this process's memory.
 const require = createRequire(import.meta.url);
-const RedisStore: StoreConstructor = require("@fastify/rate-limit/store/RedisStore");
 const LocalStore: StoreConstructor = require("@fastify/rate-limit/store/LocalStore");
 
 const REDIS_NAMESPACE = "svc-rate-limit:";
 
 /**
- * The instances' shared budget in Redis; while Redis cannot answer, each process counts the same
- * budget in its own memory, so an outage neither takes the API down nor lifts the limit.
+ * Counts several budgets at once: for each key, `by` requests in a fixed window of `windowMs`
+ * that starts with the first of them, as the plugin's own Redis store keeps it (the same keys,
+ * so instances of older and newer versions share one count). Answers, per key, the count after
+ * these requests and the window's time left.
+ */
+const INCREMENT_BUDGETS = `
+local answers = {}
+for i, key in ipairs(KEYS) do
+  local by = tonumber(ARGV[2 * i - 1])
+  local windowMs = tonumber(ARGV[2 * i])
+  local current = redis.call('INCRBY', key, by)
+  local ttl = windowMs
+  if current == by then
+    redis.call('PEXPIRE', key, windowMs)
+  else
+    ttl = redis.call('PTTL', key)
+  end
+  answers[2 * i - 1] = current
+  answers[2 * i] = ttl
+end
+return answers
+`;
+
+declare module "ioredis" {
+  interface RedisCommander<Context> {
+    incrementBudgets(
+      keyCount: number,
+      ...keysThenCountsAndWindows: (string | number)[]
+    ): Result<number[], Context>;
+  }
+}
+
+type Counted = Parameters<FastifyRateLimitStore["incr"]>[1];
+type Waiting = { counted: Counted[]; timeWindow: number; max: number };
+
+/**
+ * The instances' shared budget in Redis. The requests that reach the limiter in one turn of the
+ * event loop are counted by one command, each given its own place in its key's count exactly
+ * as one command each would: a busy process costs Redis one command per turn rather than one
+ * per request. While Redis cannot answer, each process counts the same budget in its own
+ * memory, so an outage neither takes the API down nor lifts the limit.
  */
 class SharedBudgetWithLocalFallback implements FastifyRateLimitStore {
+  private waiting = new Map<string, Waiting>();
+
   constructor(
-    private readonly shared: FastifyRateLimitStore,
+    private readonly redis: Redis,
     private readonly local: FastifyRateLimitStore,
   ) {}
 
   static over(redis: Redis) {
+    redis.defineCommand("incrementBudgets", { lua: INCREMENT_BUDGETS });
     // A fixed window: neither continueExceeding nor exponentialBackoff is configured.
     return class extends SharedBudgetWithLocalFallback {
       constructor() {
-        super(new RedisStore(false, false, redis, REDIS_NAMESPACE), new LocalStore(false, false));
+        super(redis, new LocalStore(false, false));
       }
     };
   }
 
-  incr(...[key, callback, timeWindow, max]: Parameters<FastifyRateLimitStore["incr"]>): void {
-    this.shared.incr(
-      key,
-      (error, result) =>
-        error === null ? callback(null, result) : this.local.incr(key, callback, timeWindow, max),
-      timeWindow,
-      max,
-    );
+  incr(...[key, counted, timeWindow, max]: Parameters<FastifyRateLimitStore["incr"]>): void {
+    const waiting = this.waiting.get(key);
+    if (waiting !== undefined) {
+      waiting.counted.push(counted);
+      return;
+    }
+    if (this.waiting.size === 0) setImmediate(() => void this.countWaiting());
+    this.waiting.set(key, { counted: [counted], timeWindow, max });
   }
 
-  child(routeOptions: Parameters<FastifyRateLimitStore["child"]>[0]): FastifyRateLimitStore {
-    return new SharedBudgetWithLocalFallback(
-      this.shared.child(routeOptions),
-      this.local.child(routeOptions),
-    );
+  private async countWaiting(): Promise<void> {
+    const turn = [...this.waiting];
+    this.waiting = new Map();
+    const keys = turn.map(([key]) => `${REDIS_NAMESPACE}${key}`);
+    const countsAndWindows = turn.flatMap(([, { counted, timeWindow }]) => [
+      counted.length,
+      timeWindow,
+    ]);
+    let answers: number[];
+    try {
+      answers = await this.redis.incrementBudgets(keys.length, ...keys, ...countsAndWindows);
+    } catch {
+      for (const [key, { counted, timeWindow, max }] of turn) {
+        for (const callback of counted) this.local.incr(key, callback, timeWindow, max);
+      }
+      return;
+    }
+    turn.forEach(([, { counted }], index) => {
+      const current = answers[2 * index] ?? 0;
+      const ttl = answers[2 * index + 1] ?? 0;
+      let place = current - counted.length;
+      for (const callback of counted) callback(null, { current: ++place, ttl });
+    });
+  }
+
+  /**
+   * The plugin asks for a child store only for a route with a limit of its own, and every route
+   * shares the one budget: failing at start beats a route silently counting apart.
+   */
+  child(): FastifyRateLimitStore {
+    throw new Error("Every route shares the one rate-limit budget; none has a limit of its own");
   }
 }
 
