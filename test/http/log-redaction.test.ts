@@ -55,3 +55,26 @@ it("answers an unknown page with a 404 page that does not echo its address", asy
   expect(res.headers["content-type"]).toMatch(/^text\/html/);
   expect(res.body).not.toContain("s3cr3t");
 });
+
+it("writes one line per answered request, under the id the response carries", async () => {
+  const res = await app.inject({
+    method: "GET",
+    url: "/healthz",
+    headers: { "x-request-id": "trace-log-line-1" },
+  });
+  expect(res.headers["x-request-id"]).toBe("trace-log-line-1");
+  const lines = logged
+    .split("\n")
+    .filter((line) => line.includes("trace-log-line-1"))
+    .map((line) => JSON.parse(line));
+  expect(lines).toEqual([
+    expect.objectContaining({
+      reqId: "trace-log-line-1",
+      method: "GET",
+      url: "/healthz",
+      statusCode: 200,
+      responseTime: expect.any(Number),
+      msg: "request completed",
+    }),
+  ]);
+});
