@@ -50,6 +50,7 @@ const envSchema = z.object({
     .transform((value, context) => parseDurationList(value, context)),
   WEBHOOK_AUTO_DISABLE_DAYS: positiveInt.default(5),
   WEBHOOK_RELAY_INTERVAL_MS: positiveInt.default(1000),
+  WEBHOOK_MAX_PER_ORGANIZATION: positiveInt.default(20),
   WEBHOOK_ALLOWED_PRIVATE_RANGES: z
     .string()
     .default("")
@@ -192,6 +193,8 @@ export type Config = {
     quickRetrySeconds: number[];
     autoDisableDays: number;
     relayIntervalMs: number;
+    /** Webhooks one organisation may register: each change fans out to every one of them. */
+    maxPerOrganization: number;
     /** Private networks deliveries may reach on purpose, besides public addresses. */
     allowedPrivateRanges: string[];
   };
@@ -286,6 +289,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       quickRetrySeconds: e.WEBHOOK_QUICK_RETRIES,
       autoDisableDays: e.WEBHOOK_AUTO_DISABLE_DAYS,
       relayIntervalMs: e.WEBHOOK_RELAY_INTERVAL_MS,
+      maxPerOrganization: e.WEBHOOK_MAX_PER_ORGANIZATION,
       allowedPrivateRanges: e.WEBHOOK_ALLOWED_PRIVATE_RANGES,
     },
   };

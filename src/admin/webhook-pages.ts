@@ -17,9 +17,9 @@ import {
   createWebhook,
   findDelivery,
   listWebhooks,
+  registrationSettingsOf,
   setWebhookEnabled,
 } from "../webhooks/service.js";
-import { webhookNetworkOf } from "../webhooks/url-policy.js";
 import {
   adminContextOf,
   formField,
@@ -98,7 +98,7 @@ function webhookPath(request: FastifyRequest, webhookId: string): string {
  * the worker's: the pages only record the delivery and queue its attempt.
  */
 export async function webhookPages(app: FastifyInstance, options: { config: Config }) {
-  const settings = { secretKey: options.config.secretKey, ...webhookNetworkOf(options.config) };
+  const settings = registrationSettingsOf(options.config);
 
   app.get("/:org/webhooks", async (request, reply) => webhookList(request, reply));
 

@@ -1,8 +1,10 @@
-import { and, asc, desc, eq, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, sql } from "drizzle-orm";
+import type { Config } from "../config.js";
 import { InvalidRequest, NotFound } from "../core/errors.js";
 import type { Db } from "../db/client.js";
 import {
   changeEvents,
+  organizations,
   webhookAttempts,
   webhookDeliveries,
   webhookSubscriptions,
@@ -15,11 +17,24 @@ import {
 } from "../modules/change-events/catalogue.js";
 import { DELIVERIES_RELEASED } from "./relay.js";
 import { encryptSecret, generateSigningSecret } from "./secret-box.js";
-import { checkWebhookUrl, type WebhookNetwork } from "./url-policy.js";
+import { checkWebhookUrl, type WebhookNetwork, webhookNetworkOf } from "./url-policy.js";
 
 const webhookEventTypes: ChangeEventType[] = changeEventCatalogue.map((entry) => entry.type);
 
-export type RegistrationSettings = { secretKey: string } & WebhookNetwork;
+export type RegistrationSettings = {
+  secretKey: string;
+  /** WEBHOOK_MAX_PER_ORGANIZATION: every change fans out to each of an organisation's webhooks. */
+  maxPerOrganization: number;
+} & WebhookNetwork;
+
+/** What registering a webhook needs from the configuration. */
+export function registrationSettingsOf(config: Config): RegistrationSettings {
+  return {
+    secretKey: config.secretKey,
+    maxPerOrganization: config.webhooks.maxPerOrganization,
+    ...webhookNetworkOf(config),
+  };
+}
 
 function isEventType(type: string): type is ChangeEventType {
   return (webhookEventTypes as string[]).includes(type);
@@ -43,6 +58,28 @@ export type NewWebhook = {
   createdBy?: string | null;
 };
 
+/**
+ * Refuses one webhook more than the cap. The organisation row is locked first, so concurrent
+ * registrations count one after the other; NO KEY UPDATE leaves inserts that reference the
+ * organisation (which take KEY SHARE) unblocked.
+ */
+async function claimWebhookSlot(tx: Db, organizationId: string, max: number): Promise<void> {
+  await tx
+    .select({ id: organizations.id })
+    .from(organizations)
+    .where(eq(organizations.id, organizationId))
+    .for("no key update");
+  const [registered] = await tx
+    .select({ count: count() })
+    .from(webhooks)
+    .where(eq(webhooks.organizationId, organizationId));
+  if ((registered?.count ?? 0) >= max) {
+    throw new InvalidRequest(
+      `This organisation already has ${max} webhooks, the most it may register (the limit set by WEBHOOK_MAX_PER_ORGANIZATION)`,
+    );
+  }
+}
+
 /** Registers a webhook; the signing secret is returned this once and stored encrypted. */
 export async function createWebhook(
   db: Db,
@@ -54,6 +91,7 @@ export async function createWebhook(
   const events = parseEventTypes(input.events);
   const secret = generateSigningSecret();
   return db.transaction(async (tx) => {
+    await claimWebhookSlot(tx, input.organizationId, settings.maxPerOrganization);
     const [webhook] = await tx
       .insert(webhooks)
       .values({

@@ -58,7 +58,7 @@ beforeAll(async () => {
   });
   const webhook = await createWebhook(
     served.db,
-    { secretKey: served.config.secretKey, production: false },
+    { secretKey: served.config.secretKey, production: false, maxPerOrganization: 20 },
     {
       organizationId: acme.organization.id,
       url: "http://127.0.0.1:9/in",

@@ -262,7 +262,7 @@ describe("Integrations", () => {
   it("counts each webhook's held and exhausted deliveries", async () => {
     await createWebhook(
       t.db,
-      { secretKey: t.config.secretKey, production: false },
+      { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
       {
         organizationId: fixtures.acme.organization.id,
         url: "http://127.0.0.1:9/held",

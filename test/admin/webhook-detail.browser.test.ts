@@ -294,7 +294,7 @@ describe("the webhook page", () => {
   it("shows every attempt with its response and headers as text, never as markup", async () => {
     const { id: webhookId, secret } = await createWebhook(
       served.db,
-      { secretKey: served.config.secretKey, production: false },
+      { secretKey: served.config.secretKey, production: false, maxPerOrganization: 20 },
       { organizationId, url: hostileUrl, events: ["task.created"] },
     );
     const hostileTitle =

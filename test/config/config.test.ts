@@ -86,3 +86,15 @@ describe("timeouts", () => {
     );
   });
 });
+
+describe("WEBHOOK_MAX_PER_ORGANIZATION", () => {
+  it("defaults to 20 and takes a positive whole number", () => {
+    expect(loadConfig(base).webhooks.maxPerOrganization).toBe(20);
+    expect(
+      loadConfig({ ...base, WEBHOOK_MAX_PER_ORGANIZATION: "50" }).webhooks.maxPerOrganization,
+    ).toBe(50);
+    expect(() => loadConfig({ ...base, WEBHOOK_MAX_PER_ORGANIZATION: "0" })).toThrow(
+      /WEBHOOK_MAX_PER_ORGANIZATION/,
+    );
+  });
+});

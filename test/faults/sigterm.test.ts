@@ -131,7 +131,7 @@ describe("SIGTERM", () => {
   it("lets a request and a delivery in flight finish, then exits 0", async () => {
     const webhook = await createWebhook(
       database.db,
-      { secretKey: TEST_SECRET_KEY, production: false },
+      { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
       { organizationId: ws.organization.id, url: receiver.url("/slow"), events: ["task.created"] },
     );
     // The receiver holds the delivery's request for seconds before it answers.

@@ -78,7 +78,7 @@ beforeAll(async () => {
   fixtures = await importOAuthWorkspaces(database.db);
   await createWebhook(
     database.db,
-    { secretKey: TEST_SECRET_KEY, production: false },
+    { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
     { organizationId: fixtures.acme.organization.id, url: receiver.url, events: ["task.created"] },
   );
   const env = {

@@ -195,7 +195,7 @@ const other = await importFixture(t.db, {
 const registerWebhook = (workspace: Workspace) =>
   createWebhook(
     t.db,
-    { secretKey: t.config.secretKey, production: false },
+    { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
     {
       organizationId: workspace.organization.id,
       url: "http://127.0.0.1:9/hook",

@@ -238,7 +238,7 @@ beforeAll(async () => {
     ],
   });
   token = await mintToken(t.db, acme);
-  const settings = { secretKey: t.config.secretKey, production: false };
+  const settings = { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 };
   const webhook = (url: string) =>
     createWebhook(t.db, settings, { organizationId: acme.organization.id, url, events: ["all"] });
   webhookId = (await webhook("http://127.0.0.1:9/pinged")).id;

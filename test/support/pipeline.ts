@@ -68,7 +68,7 @@ export async function roverWithWebhook(
   const ws = await importFixture(db, workspaceDocument(slug, { projects: [project("rover")] }));
   const webhook = await createWebhook(
     db,
-    { secretKey, production: false },
+    { secretKey, production: false, maxPerOrganization: 20 },
     { organizationId: ws.organization.id, url: receiver.url(path), events: ["task.created"] },
   );
   return { ws, webhook };

@@ -206,7 +206,7 @@ async function approve(t: TestApp, addon: Tenant["client"], connecting: Workspac
 async function webhookWithDelivery(t: TestApp, workspace: Workspace) {
   const webhook = await createWebhook(
     t.db,
-    { secretKey: t.config.secretKey, production: false },
+    { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
     {
       organizationId: workspace.organization.id,
       url: `http://127.0.0.1:9/${workspace.organization.slug}`,

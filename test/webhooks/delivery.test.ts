@@ -24,7 +24,7 @@ let path = "/";
 async function register(events: string[], hookPath: string, organizationId = ws.organization.id) {
   return createWebhook(
     p.db,
-    { secretKey: p.config.secretKey, production: false },
+    { secretKey: p.config.secretKey, production: false, maxPerOrganization: 20 },
     { organizationId, url: receiver.url(hookPath), events },
   );
 }

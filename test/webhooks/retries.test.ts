@@ -24,7 +24,7 @@ let counter = 0;
 async function register(hookPath: string) {
   return createWebhook(
     p.db,
-    { secretKey: p.config.secretKey, production: false },
+    { secretKey: p.config.secretKey, production: false, maxPerOrganization: 20 },
     { organizationId: ws.organization.id, url: receiver.url(hookPath), events: ["task.created"] },
   );
 }
@@ -196,7 +196,7 @@ describe("quick retries", () => {
     receiver.respond(path, { status: 500 }, { status: 500 }, { status: 200 });
     await createWebhook(
       quick.db,
-      { secretKey: quick.config.secretKey, production: false },
+      { secretKey: quick.config.secretKey, production: false, maxPerOrganization: 20 },
       { organizationId: qws.organization.id, url: receiver.url(path), events: ["task.created"] },
     );
     const qtoken = await mintToken(quick.db, qws);

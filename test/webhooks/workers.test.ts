@@ -62,7 +62,7 @@ async function setup(slug: string, hookPath: string): Promise<Setup> {
   );
   await createWebhook(
     t.db,
-    { secretKey: t.config.secretKey, production: false },
+    { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
     { organizationId: ws.organization.id, url: receiver.url(hookPath), events: ["task.created"] },
   );
   const close = t.close;

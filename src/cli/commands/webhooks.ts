@@ -12,9 +12,9 @@ import {
   findDelivery,
   listDeliveries,
   listWebhooks,
+  registrationSettingsOf,
   setWebhookEnabled,
 } from "../../webhooks/service.js";
-import { webhookNetworkOf } from "../../webhooks/url-policy.js";
 import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
 import { CliError, UsageError } from "../cli-error.js";
 import { requireOrganizationId, withDatabase } from "../context.js";
@@ -43,11 +43,11 @@ async function create(args: string[]): Promise<void> {
     .split(",")
     .map((type) => type.trim());
   const created = await withDatabase(async (db, config) =>
-    createWebhook(
-      db,
-      { secretKey: config.secretKey, ...webhookNetworkOf(config) },
-      { organizationId: await requireOrganizationId(db, orgSlug), url, events },
-    ),
+    createWebhook(db, registrationSettingsOf(config), {
+      organizationId: await requireOrganizationId(db, orgSlug),
+      url,
+      events,
+    }),
   );
   if (values.json) return printJson(created);
   printLine(`Webhook ${created.id} registered. Signing secret (shown once): ${created.secret}`);
