@@ -1,13 +1,13 @@
 import { lookup as systemLookup } from "node:dns";
-import type { LookupFunction } from "node:net";
+import { isIP, type LookupFunction } from "node:net";
 import type { Agent, buildConnector } from "undici";
 import { isForbiddenAddress, type WebhookNetwork } from "./url-policy.js";
 
 /**
  * The HTTP POST that delivers one webhook (spec, "Events": a 2xx within 10 seconds is success,
  * anything else is retried). Redirects are never followed, the response is read only up to a
- * small cap, and the connection itself refuses private and reserved addresses in every mode
- * (but those the network policy excepts).
+ * small cap, and private and reserved addresses (but those the network policy excepts) are
+ * refused in every mode before any connection is attempted.
  */
 
 export interface WebhookRequest {
@@ -82,18 +82,23 @@ const allowedOnlyLookup =
   };
 
 /**
- * A connector that checks the peer address of the TCP connection before anything is sent on it.
- * The lookup filter alone would miss IP-literal URLs (Node does not resolve those), and checking
- * `remoteAddress` of the connected socket is what makes DNS rebinding useless: whatever the name
- * resolved to, the address we are actually connected to is the one judged. For https the TLS
- * handshake runs on the already-checked socket, so no ClientHello reaches a forbidden host.
+ * A connector that judges the destination before any connection is attempted, for every URL form.
+ * Node's `net.connect` never calls `lookup` for an IP literal, so a literal is passed through the
+ * same lookup here; otherwise a closed port ("refused") would read differently from an open one
+ * ("forbidden") in the delivery log, a port scanner for whoever registers the URL.
  */
 function buildAllowedOnlyConnector(
   undici: Undici,
   network: WebhookNetwork,
 ): buildConnector.connector {
-  const connectTcpOrTls = undici.buildConnector({ lookup: allowedOnlyLookup(network) });
-  return (options, callback) => {
+  const lookup = allowedOnlyLookup(network);
+  const connectTcpOrTls = undici.buildConnector({ lookup });
+  /**
+   * Also checks the peer address of the connected socket, a backstop should the lookup ever be
+   * bypassed; for https the TLS handshake runs on the checked socket, so no ClientHello reaches a
+   * forbidden host.
+   */
+  const connectChecked: buildConnector.connector = (options, callback) => {
     const defaultPort = options.protocol === "https:" ? "443" : "80";
     connectTcpOrTls(
       { ...options, protocol: "http:", port: options.port || defaultPort, httpSocket: undefined },
@@ -116,6 +121,17 @@ function buildAllowedOnlyConnector(
         connectTcpOrTls({ ...options, httpSocket: socket }, callback);
       },
     );
+  };
+  return (options, callback) => {
+    // undici hands over IPv6 literals without their brackets.
+    if (isIP(options.hostname) === 0) {
+      connectChecked(options, callback);
+      return;
+    }
+    lookup(options.hostname, { all: true }, (error) => {
+      if (error) callback(error, null);
+      else connectChecked(options, callback);
+    });
   };
 }
 

@@ -1,10 +1,12 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, createServer as createTcpServer } from "node:net";
 import { networkInterfaces } from "node:os";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
 import { closeWebhookAgents, postWebhook } from "../../src/webhooks/http-client.js";
-import { isForbiddenAddress } from "../../src/webhooks/url-policy.js";
+import { isForbiddenAddress, webhookNetworkOf } from "../../src/webhooks/url-policy.js";
+import { TEST_SECRET_KEY } from "../support/app.js";
 
 interface ReceivedRequest {
   method: string | undefined;
@@ -344,8 +346,84 @@ describe("postWebhook", () => {
       );
 
       expect(outcome.ok).toBe(false);
-      expect(outcome.error).toMatch(/^connection to forbidden address .*127\.0\.0\.1 refused$/);
+      // Judged as written, before connecting: the URL parser's spelling of ::ffff:127.0.0.1.
+      expect(outcome.error).toBe("connection to forbidden address ::ffff:7f00:1 refused");
       expect(receiver.requests).toHaveLength(0);
     });
   });
+});
+
+/** A TCP server that only counts the connections it accepts. */
+async function startConnectionCounter(host: string) {
+  let connections = 0;
+  const server = createTcpServer((socket) => {
+    connections += 1;
+    socket.destroy();
+  });
+  server.listen(0, host);
+  await once(server, "listening");
+  return {
+    port: (server.address() as AddressInfo).port,
+    connections: () => connections,
+    close: async () => {
+      server.close();
+      await once(server, "close");
+    },
+  };
+}
+
+/** A port on `host` that nothing listens on: bound by us a moment ago, then released. */
+async function closedPort(host: string): Promise<number> {
+  const server = createTcpServer().listen(0, host);
+  await once(server, "listening");
+  const { port } = server.address() as AddressInfo;
+  server.close();
+  await once(server, "close");
+  return port;
+}
+
+describe("a forbidden address in the delivery log", () => {
+  // The policy a production deployment derives from its configuration, not the tests' own.
+  const production = webhookNetworkOf(
+    loadConfig({ NODE_ENV: "production", SECRET_KEY: TEST_SECRET_KEY }),
+  );
+
+  // Every spelling of a loopback receiver: the URL parser rewrites the IPv4 ones to a dotted quad.
+  it.each([
+    ["a dotted IPv4 literal", "127.0.0.1", (port: number) => `http://127.0.0.1:${port}/`],
+    ["a decimal IPv4 literal", "127.0.0.1", (port: number) => `http://2130706433:${port}/`],
+    ["a hex IPv4 literal", "127.0.0.1", (port: number) => `http://0x7f000001:${port}/`],
+    ["an octal IPv4 literal", "127.0.0.1", (port: number) => `http://0177.0.0.1:${port}/`],
+    ["a short IPv4 literal", "127.0.0.1", (port: number) => `http://127.1:${port}/`],
+    ["an https IPv4 literal", "127.0.0.1", (port: number) => `https://127.0.0.1:${port}/`],
+    ["an IPv6 literal", "::1", (port: number) => `http://[::1]:${port}/`],
+    [
+      "an IPv4-mapped IPv6 literal",
+      "127.0.0.1",
+      (port: number) => `http://[::ffff:127.0.0.1]:${port}/`,
+    ],
+    ["a name resolving to loopback", "127.0.0.1", (port: number) => `http://localhost:${port}/`],
+  ])(
+    "reads the same for an open and a closed port, with no connection, given %s",
+    async (_form, host, urlOf) => {
+      const listening = await startConnectionCounter(host);
+      try {
+        const closed = await closedPort(host);
+
+        const open = await postWebhook({ url: urlOf(listening.port), body, headers }, production);
+        const shut = await postWebhook({ url: urlOf(closed), body, headers }, production);
+
+        expect(open.error).toMatch(/^connection to forbidden address \S+ refused$/);
+        expect(shut).toMatchObject({
+          ok: false,
+          statusCode: null,
+          error: open.error,
+          responseSnippet: null,
+        });
+        expect(listening.connections()).toBe(0);
+      } finally {
+        await listening.close();
+      }
+    },
+  );
 });
