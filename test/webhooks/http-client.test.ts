@@ -1,12 +1,13 @@
 import { once } from "node:events";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { type AddressInfo, createServer as createTcpServer } from "node:net";
+import type { AddressInfo } from "node:net";
 import { networkInterfaces } from "node:os";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { closeWebhookAgents, postWebhook } from "../../src/webhooks/http-client.js";
 import { isForbiddenAddress, webhookNetworkOf } from "../../src/webhooks/url-policy.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
+import { closedPort, startConnectionCounter } from "../support/ports.js";
 
 interface ReceivedRequest {
   method: string | undefined;
@@ -352,35 +353,6 @@ describe("postWebhook", () => {
     });
   });
 });
-
-/** A TCP server that only counts the connections it accepts. */
-async function startConnectionCounter(host: string) {
-  let connections = 0;
-  const server = createTcpServer((socket) => {
-    connections += 1;
-    socket.destroy();
-  });
-  server.listen(0, host);
-  await once(server, "listening");
-  return {
-    port: (server.address() as AddressInfo).port,
-    connections: () => connections,
-    close: async () => {
-      server.close();
-      await once(server, "close");
-    },
-  };
-}
-
-/** A port on `host` that nothing listens on: bound by us a moment ago, then released. */
-async function closedPort(host: string): Promise<number> {
-  const server = createTcpServer().listen(0, host);
-  await once(server, "listening");
-  const { port } = server.address() as AddressInfo;
-  server.close();
-  await once(server, "close");
-  return port;
-}
 
 describe("a forbidden address in the delivery log", () => {
   // The policy a production deployment derives from its configuration, not the tests' own.
