@@ -82,10 +82,9 @@ const allowedOnlyLookup =
   };
 
 /**
- * A connector that judges the destination before any connection is attempted, for every URL form.
- * Node's `net.connect` never calls `lookup` for an IP literal, so a literal is passed through the
- * same lookup here; otherwise a closed port ("refused") would read differently from an open one
- * ("forbidden") in the delivery log, a port scanner for whoever registers the URL.
+ * A connector that judges the destination before connecting, for every URL form: `net.connect`
+ * skips `lookup` for an IP literal, so literals go through it here. Otherwise a closed port
+ * ("refused") would read apart from an open one ("forbidden") in the delivery log: a port scanner.
  */
 function buildAllowedOnlyConnector(
   undici: Undici,

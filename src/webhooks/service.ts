@@ -73,9 +73,10 @@ async function claimWebhookSlot(tx: Db, organizationId: string, max: number): Pr
     .select({ count: count() })
     .from(webhooks)
     .where(eq(webhooks.organizationId, organizationId));
-  if ((registered?.count ?? 0) >= max) {
+  const registeredCount = registered?.count ?? 0;
+  if (registeredCount >= max) {
     throw new InvalidRequest(
-      `This organisation already has ${max} webhooks, the most it may register (the limit set by WEBHOOK_MAX_PER_ORGANIZATION)`,
+      `This organisation already has ${registeredCount} webhooks; it may register at most ${max} (WEBHOOK_MAX_PER_ORGANIZATION)`,
     );
   }
 }

@@ -12,7 +12,7 @@ import { importFixture, type Workspace, workspaceDocument } from "../support/fix
 // WEBHOOK_MAX_PER_ORGANIZATION, kept small so the tests reach it quickly.
 const MAX = 3;
 const refusal =
-  "This organisation already has 3 webhooks, the most it may register (the limit set by WEBHOOK_MAX_PER_ORGANIZATION)";
+  "This organisation already has 3 webhooks; it may register at most 3 (WEBHOOK_MAX_PER_ORGANIZATION)";
 
 let t: TestApp;
 let fixtures: Awaited<ReturnType<typeof importOAuthWorkspaces>>;
