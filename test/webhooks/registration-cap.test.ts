@@ -53,6 +53,21 @@ describe("the webhook cap per organisation", () => {
     expect(await registeredIn(fixtures.devco)).toBe(MAX);
   });
 
+  it("counts what is registered when a lowered cap leaves an organisation above it", async () => {
+    const lowered = { ...registrationSettingsOf(t.config), maxPerOrganization: MAX - 1 };
+
+    await expect(
+      createWebhook(t.db, lowered, {
+        organizationId: fixtures.devco.organization.id,
+        url: "http://127.0.0.1:9/lowered",
+        events: ["task.created"],
+      }),
+    ).rejects.toThrow(
+      `This organisation already has ${MAX} webhooks; it may register at most ${MAX - 1} (WEBHOOK_MAX_PER_ORGANIZATION)`,
+    );
+    expect(await registeredIn(fixtures.devco)).toBe(MAX);
+  });
+
   it("refuses one more in the admin area with a form error naming the limit", async () => {
     for (let index = 0; index < MAX; index += 1) await register(fixtures.acme, `admin-${index}`);
     const admin = new InjectSession(t.app);
