@@ -40,7 +40,8 @@ const CONTENT_SECURITY_POLICY = [
 function referenceConfiguration(apiBase: string): Partial<HtmlRenderingConfiguration> {
   return getConfiguration({
     url: `${apiBase}/openapi.json`,
-    // An empty proxy means "send directly"; left unset, the bundle picks its hosted proxy.
+    // Empty means "send directly"; left unset, parts of the bundle (its web client layout, the
+    // agent) fall back to the hosted proxy.
     proxyUrl: "",
     withDefaultFonts: false,
     hideClientButton: true,
