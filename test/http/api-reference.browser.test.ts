@@ -9,6 +9,8 @@ import { importOrganization, mintToken } from "../support/fixtures.js";
  */
 const HOST = "docs.workspace.internal";
 
+const LOADED_MACHINE_MS = 45_000;
+
 let browser: Browser;
 let served: ServedApp;
 let token: string;
@@ -32,6 +34,8 @@ type Watched = { page: Page; requests: Request[]; violations: string[] };
 async function watchedPage(options: { bypassCSP: boolean }): Promise<Watched> {
   const context = await browser.newContext(options);
   contexts.push(context);
+  // The page parses a 3.5 MB bundle and the whole document: slow on a loaded two-core machine.
+  context.setDefaultTimeout(LOADED_MACHINE_MS);
   const watched: Watched = { page: await context.newPage(), requests: [], violations: [] };
   context.on("request", (request) => watched.requests.push(request));
   watched.page.on("console", (message) => {
@@ -63,7 +67,7 @@ async function tryGetMe(page: Page, origin: string): Promise<Request> {
   return response.request();
 }
 
-describe("the API reference in Chromium", () => {
+describe("the API reference in Chromium", { timeout: 3 * LOADED_MACHINE_MS }, () => {
   it("answers with a CSP keeping scripts and connections on the origin, and refuses framing", async () => {
     const { page } = await watchedPage({ bypassCSP: false });
     const response = await page.goto(`${served.url}/api/v1/docs`);
