@@ -1,7 +1,7 @@
-import type { Browser, BrowserContext, Page, Request } from "playwright-core";
+import type { Browser, BrowserContext, Page, Request, Response } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { launchBrowser, type ServedApp, serveTestApp } from "../support/browser.js";
-import { importOrganization, mintToken } from "../support/fixtures.js";
+import { importOrganization, mintToken, project } from "../support/fixtures.js";
 
 /**
  * The reference's bundle sends "try it" through its hosted proxy unless the server is on
@@ -18,7 +18,9 @@ const contexts: BrowserContext[] = [];
 
 beforeAll(async () => {
   [browser, served] = await Promise.all([launchBrowser([HOST]), serveTestApp({}, {}, HOST)]);
-  token = await mintToken(served.db, await importOrganization(served.db, "acme"));
+  // The project the document's examples name, so a write sent as shipped finds it.
+  const acme = await importOrganization(served.db, "acme", { projects: [project("picker-arm")] });
+  token = await mintToken(served.db, acme);
 });
 afterEach(async () => {
   await Promise.all(contexts.splice(0).map((context) => context.close()));
@@ -48,24 +50,37 @@ function offOrigin(requests: Request[], origin: string): string[] {
   return requests.map((request) => request.url()).filter((url) => new URL(url).origin !== origin);
 }
 
-/** Opens the reference, enters the token once, and sends GET /me from the operation's "try it". */
-async function tryGetMe(page: Page, origin: string): Promise<Request> {
+/**
+ * Opens the reference, enters the token once, and sends an operation from its "try it" as the
+ * page fills it in; `group` is the sidebar group to open first, if the operation is in a closed one.
+ */
+async function tryOperation(
+  page: Page,
+  origin: string,
+  operation: { summary: string; path: string; group?: string },
+): Promise<Response> {
   await page.goto(`${origin}/api/v1/docs`);
   // Preselected: the page offers the bearer token field without choosing a scheme first.
   await page.getByRole("textbox", { name: "Bearer Token" }).fill(token);
-  await page.getByRole("button", { name: /^The token's organisation and scopes/ }).click();
+  if (operation.group !== undefined)
+    await page.getByRole("button", { name: `${operation.group} Open Group` }).click();
+  await page.getByRole("button", { name: new RegExp(`^${operation.summary} HTTP Method`) }).click();
   await page
+    .locator("section", { has: page.getByRole("heading", { name: operation.summary }) })
     .getByRole("button", { name: /Test Request/ })
     .first()
     .click();
-  const answered = page.waitForResponse((response) => response.url().endsWith("/api/v1/me"));
+  const answered = page.waitForResponse((response) =>
+    new URL(response.url()).pathname.endsWith(operation.path),
+  );
   await page.getByRole("button", { name: /^Send .* request to / }).click();
   const response = await answered;
-  expect(response.status()).toBe(200);
   // Whatever the page loads after the answer (fonts, say) is recorded too.
   await page.waitForLoadState("networkidle");
-  return response.request();
+  return response;
 }
+
+const getMe = { summary: "The token's organisation and scopes", path: "/api/v1/me" };
 
 describe("the API reference in Chromium", { timeout: 3 * LOADED_MACHINE_MS }, () => {
   it("answers with a CSP keeping scripts and connections on the origin, and refuses framing", async () => {
@@ -90,7 +105,9 @@ describe("the API reference in Chromium", { timeout: 3 * LOADED_MACHINE_MS }, ()
   for (const bypassCSP of [true, false]) {
     it(`sends "try it" straight to the service with the bearer token, and nothing elsewhere (CSP ${bypassCSP ? "bypassed" : "enforced"})`, async () => {
       const { page, requests, violations } = await watchedPage({ bypassCSP });
-      const sent = await tryGetMe(page, served.url);
+      const response = await tryOperation(page, served.url, getMe);
+      expect(response.status()).toBe(200);
+      const sent = response.request();
       expect(await sent.headerValue("authorization")).toBe(`Bearer ${token}`);
       expect(new URL(sent.url()).origin).toBe(served.url);
       expect(offOrigin(requests, served.url)).toEqual([]);
@@ -100,6 +117,29 @@ describe("the API reference in Chromium", { timeout: 3 * LOADED_MACHINE_MS }, ()
       );
     });
   }
+
+  it("sends a write as the page fills it in, and the API accepts it", async () => {
+    const { page } = await watchedPage({ bypassCSP: false });
+    const response = await tryOperation(page, served.url, {
+      summary: "Create a task",
+      path: "/api/v1/projects/picker-arm/tasks",
+      group: "Tasks",
+    });
+    expect(response.status(), await response.text()).toBe(200);
+    // The example body as the page sent it (the browser hands Playwright no copy of it).
+    const tasks = await served.app.inject({
+      method: "GET",
+      url: "/api/v1/projects/picker-arm/tasks",
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(tasks.json().data).toContainEqual(
+      expect.objectContaining({
+        title: "Order gripper samples",
+        priority: "high",
+        targetDate: "2026-03-15",
+      }),
+    );
+  });
 
   it("shows none of the hosted features, even on localhost where the bundle would enable them", async () => {
     const { page, requests } = await watchedPage({ bypassCSP: true });
