@@ -426,6 +426,13 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @example {
+         *       "title": "Gripper datasheet",
+         *       "url": "https://example.com/gripper-datasheet.pdf",
+         *       "category": "documentation"
+         *     }
+         */
         DocumentLinkInput: {
             title: string;
             /**
@@ -441,11 +448,22 @@ export interface components {
             /** @description Null or absent: none */
             description?: string | null;
         };
+        /**
+         * @example {
+         *       "description": "Revision C, March 2026"
+         *     }
+         */
         DocumentPatchInput: {
             title?: string;
             /** @description Null clears it */
             description?: string | null;
         };
+        /**
+         * @example {
+         *       "markdown": "## Decisions\n\n- Order the gripper samples\n",
+         *       "mode": "append"
+         *     }
+         */
         MeetingMinutesInput: {
             /** @description Headings, bullet and numbered lists convert to rich text; tables and images are kept as text */
             markdown: string;
@@ -456,10 +474,21 @@ export interface components {
              */
             mode: "replace" | "append";
         };
+        /**
+         * @example {
+         *       "notes": "Ada orders the gripper samples."
+         *     }
+         */
         MeetingNotesInput: {
             /** @description Replaces the transcript's notes, marked human-authored */
             notes: string;
         };
+        /**
+         * @example {
+         *       "title": "Commissioning checklist",
+         *       "markdown": "## Before power-on\n\n- Check the emergency stop\n- Clear the work cell\n"
+         *     }
+         */
         PageCreateInput: {
             title: string;
             /** @description The body. Headings, bullet and numbered lists convert to rich text; tables and images stay as text. Absent: an empty page. */
@@ -467,6 +496,12 @@ export interface components {
             /** @description A page of the same project; omit (or null) for a top-level page */
             parent_page_id?: string | null;
         };
+        /**
+         * @example {
+         *       "markdown": "- Log the first cycle time\n",
+         *       "mode": "append"
+         *     }
+         */
         PagePatchInput: {
             title?: string;
             /** @description The new content, converted like on create */
@@ -477,7 +512,13 @@ export interface components {
              */
             mode?: "replace" | "append";
         };
-        /** @description Only the fields sent change; null clears a nullable field. */
+        /**
+         * @description Only the fields sent change; null clears a nullable field.
+         * @example {
+         *       "status": "done",
+         *       "blocked_reason": null
+         *     }
+         */
         TaskPatchInput: {
             title?: string;
             description?: string | null;
@@ -491,7 +532,14 @@ export interface components {
             /** @description The id of a current member of the token's organisation; null unassigns */
             assigned_to?: string | null;
         };
-        /** @description TaskPatch with `title` required. Defaults: status `not_started`, priority `normal`. */
+        /**
+         * @description TaskPatch with `title` required. Defaults: status `not_started`, priority `normal`.
+         * @example {
+         *       "title": "Order gripper samples",
+         *       "priority": "high",
+         *       "due_date": "2026-03-15"
+         *     }
+         */
         TaskCreateInput: {
             title: string;
             description?: string | null;
@@ -505,10 +553,16 @@ export interface components {
             /** @description The id of a current member of the token's organisation; null unassigns */
             assigned_to?: string | null;
         };
+        /**
+         * @example {
+         *       "webhook_id": "0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40"
+         *     }
+         */
         WebhookPingInput: {
             /**
              * Format: uuid
              * @description A webhook registered by this organisation
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
              */
             webhook_id: string;
         };
@@ -535,7 +589,10 @@ export interface components {
             latest: components["schemas"]["PublishedComponentVersion"] | null;
         };
         Document: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
             /** @enum {string} */
             category: "documentation" | "research";
@@ -550,11 +607,17 @@ export interface components {
             contentType: string | null;
             /** @description The user who filed the document */
             uploadedBy: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-03-01T09:00:00Z
+             */
             createdAt: string;
         };
         DocumentRef: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
         };
         Me: {
@@ -570,10 +633,16 @@ export interface components {
             pluginId: string | null;
         };
         MeetingSummary: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
             title: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-03-01T09:00:00Z
+             */
             startsAt: string;
             durationMinutes: number;
             status: string;
@@ -583,7 +652,10 @@ export interface components {
             hasMinutes: boolean;
         };
         MeetingTranscriptSummary: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
             status: string;
             notes: string | null;
@@ -594,10 +666,16 @@ export interface components {
             hasFullText: boolean;
         };
         Meeting: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
             title: string | null;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-03-01T09:00:00Z
+             */
             startsAt: string;
             durationMinutes: number;
             status: string;
@@ -619,56 +697,86 @@ export interface components {
             truncated: boolean;
         };
         MeetingMinutesUpdated: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
             /** @description The meeting's minutesUpdatedAt after the write; null only when the meeting never had minutes and this write left it so */
             updatedAt: string | null;
         };
         MeetingNotesUpdated: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             transcriptId: string;
         };
         Milestone: {
             name: string;
             kind: string;
             status: string;
-            /** Format: date */
+            /**
+             * Format: date
+             * @example 2026-03-01
+             */
             targetDate: string;
             actualDate: string | null;
             description: string | null;
         };
         PageSummary: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
             /** @description Null for a top-level page */
             parentId: string | null;
             title: string;
             /** @description Order among the page's siblings */
             position: number;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-03-01T09:00:00Z
+             */
             updatedAt: string;
         };
         Page: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
             parentId: string | null;
             title: string;
             /** @description The body flattened to plain text */
             text: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-03-01T09:00:00Z
+             */
             updatedAt: string;
             /** @description The user who last edited the page */
             updatedBy: string | null;
         };
         PageCreated: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
             title: string;
         };
         PageUpdated: {
-            /** Format: uuid */
+            /**
+             * Format: uuid
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+             */
             id: string;
-            /** Format: date-time */
+            /**
+             * Format: date-time
+             * @example 2026-03-01T09:00:00Z
+             */
             updatedAt: string;
         };
         Project: {
@@ -699,6 +807,7 @@ export interface components {
             /**
              * Format: uuid
              * @description The only response that carries a project id
+             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
              */
             id: string;
         };
@@ -863,6 +972,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -943,6 +1053,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -1023,6 +1134,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -1103,6 +1215,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -1183,6 +1296,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -1266,6 +1380,7 @@ export interface operations {
                 "idempotency-key"?: string;
             };
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -1286,7 +1401,10 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         data: {
-                            /** Format: uuid */
+                            /**
+                             * Format: uuid
+                             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+                             */
                             id: string;
                         };
                     };
@@ -1362,6 +1480,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40 */
                 task_id: string;
             };
             cookie?: never;
@@ -1382,7 +1501,10 @@ export interface operations {
                         /** @enum {boolean} */
                         ok: true;
                         data: {
-                            /** Format: uuid */
+                            /**
+                             * Format: uuid
+                             * @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40
+                             */
                             id: string;
                         };
                     };
@@ -1449,6 +1571,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -1532,6 +1655,7 @@ export interface operations {
                 "idempotency-key"?: string;
             };
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -1625,6 +1749,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40 */
                 page_id: string;
             };
             cookie?: never;
@@ -1705,6 +1830,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40 */
                 page_id: string;
             };
             cookie?: never;
@@ -1958,6 +2084,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -2041,6 +2168,7 @@ export interface operations {
                 "idempotency-key"?: string;
             };
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -2134,6 +2262,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40 */
                 document_id: string;
             };
             cookie?: never;
@@ -2297,6 +2426,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @example picker-arm */
                 slug: string;
             };
             cookie?: never;
@@ -2377,6 +2507,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40 */
                 meeting_id: string;
             };
             cookie?: never;
@@ -2457,6 +2588,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40 */
                 meeting_id: string;
             };
             cookie?: never;
@@ -2540,6 +2672,7 @@ export interface operations {
                 "idempotency-key"?: string;
             };
             path: {
+                /** @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40 */
                 meeting_id: string;
             };
             cookie?: never;
@@ -2636,6 +2769,7 @@ export interface operations {
                 "idempotency-key"?: string;
             };
             path: {
+                /** @example 0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40 */
                 meeting_id: string;
             };
             cookie?: never;

@@ -2,12 +2,22 @@ import { z } from "zod";
 import { checkMarkdownNesting } from "../richtext/nesting.js";
 
 /**
+ * The values the API reference fills in for "try it": they must pass validation as sent (an
+ * empty string for an id or a date does not). The slug is the demo workspace's first project.
+ */
+export const EXAMPLE_ID = "0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40";
+const EXAMPLE_SLUG = "picker-arm";
+
+/**
  * Ids in paths and bodies. Postgres accepts any 8-4-4-4-12 hex string as a uuid, so the API
  * does too (z.uuid() would refuse ids that are valid to the database, like the nil-like ones).
  * An upper-case id names the same row, so it is lower-cased: answers and change events carry
  * the one spelling the database stores.
  */
-export const id = z.guid().toLowerCase();
+export const id = z
+  .guid()
+  .toLowerCase()
+  .meta({ examples: [EXAMPLE_ID] });
 
 /**
  * The shape slugs are made with. A path slug of any other shape is looked up like any unknown
@@ -15,10 +25,10 @@ export const id = z.guid().toLowerCase();
  */
 export const SLUG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
-export const projectSlugParams = z.object({ slug: z.string() });
+export const projectSlugParams = z.object({ slug: z.string().meta({ examples: [EXAMPLE_SLUG] }) });
 
 /** `YYYY-MM-DD` (spec: `date`). */
-export const isoDate = z.iso.date();
+export const isoDate = z.iso.date().meta({ examples: ["2026-03-01"] });
 
 // Postgres stores neither NUL nor an unpaired UTF-16 surrogate (refused in text and jsonb), and
 // has no year 0000: such input is the caller's mistake, so it is a 400 naming the field rather
@@ -44,7 +54,9 @@ export const writableDate = isoDate.refine(
 );
 
 /** ISO 8601 date-time as the API prints it (UTC, `Z`). */
-export const isoDateTime = z.iso.datetime({ offset: true });
+export const isoDateTime = z.iso.datetime({ offset: true }).meta({
+  examples: ["2026-03-01T09:00:00Z"],
+});
 
 export function toIsoDateTime(value: Date): string;
 export function toIsoDateTime(value: Date | null): string | null;

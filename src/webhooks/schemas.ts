@@ -1,9 +1,9 @@
 import { z } from "zod";
-import { id } from "../core/values.js";
+import { EXAMPLE_ID, id } from "../core/values.js";
 
 export const pingInputSchema = z
   .strictObject({ webhook_id: id.describe("A webhook registered by this organisation") })
-  .meta({ id: "WebhookPing" });
+  .meta({ id: "WebhookPing", examples: [{ webhook_id: EXAMPLE_ID }] });
 
 const pingStatus = z
   .enum(["queued"])

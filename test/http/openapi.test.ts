@@ -70,10 +70,17 @@ describe("the served OpenAPI document", () => {
     const res = await t.app.inject({ method: "GET", url: "/api/v1/docs" });
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-type"]).toMatch(/text\/html/);
-    expect(res.body).toContain("/api/v1/openapi.json");
-    // The script is addressed absolutely, so the page works without a trailing slash.
-    expect(res.body).toContain('src="/api/v1/docs/js/scalar.js"');
+    // Scripts are addressed absolutely, so the page works without a trailing slash, and none is
+    // inline, so the CSP's `script-src 'self'` holds.
+    const sources = [...res.body.matchAll(/<script([^>]*)>/g)].map((tag) => tag[1]?.trim());
+    expect(sources).toEqual([
+      'src="/api/v1/docs/js/scalar.js"',
+      'src="/api/v1/docs/js/reference.js"',
+    ]);
     const script = await t.app.inject({ method: "GET", url: "/api/v1/docs/js/scalar.js" });
     expect(script.statusCode).toBe(200);
+    const mount = await t.app.inject({ method: "GET", url: "/api/v1/docs/js/reference.js" });
+    expect(mount.statusCode).toBe(200);
+    expect(mount.body).toContain('"url":"/api/v1/openapi.json"');
   });
 });

@@ -41,6 +41,7 @@ const UNDOCUMENTED: Record<string, Guard> = {
   "GET /api/v1/openapi.json": "public",
   "GET /api/v1/docs/": "public",
   "GET /api/v1/docs/js/scalar.js": "public",
+  "GET /api/v1/docs/js/reference.js": "public",
   "GET /.well-known/oauth-authorization-server": "public",
   "GET /assets/site.css": "public",
   "GET /login": "public",

@@ -16,11 +16,16 @@ import { freePort } from "./ports.js";
 /** Debian's chromium package (`.ci/run` installs it); no browser is downloaded. */
 const CHROMIUM_PATH = "/usr/bin/chromium";
 
-/** One headless Chromium per test file; contexts (one per test) keep cookies apart. */
-export function launchBrowser(): Promise<Browser> {
+/**
+ * One headless Chromium per test file; contexts (one per test) keep cookies apart. `hostAliases`
+ * resolve to 127.0.0.1, for a page that must be served under a name other than localhost's.
+ */
+export function launchBrowser(hostAliases: readonly string[] = []): Promise<Browser> {
+  const rules = hostAliases.map((host) => `MAP ${host} 127.0.0.1`).join(", ");
   return chromium.launch({
     executablePath: CHROMIUM_PATH,
     args: [
+      ...(rules === "" ? [] : [`--host-resolver-rules=${rules}`]),
       "--headless",
       "--no-sandbox",
       "--disable-gpu",
@@ -45,14 +50,16 @@ export type ServedApp = TestApp & { url: string };
 
 /**
  * The real app on a real port, with PUBLIC_URL equal to the address the browser uses, so the
- * issuer, the metadata and the `iss` on redirects all match.
+ * issuer, the metadata and the `iss` on redirects all match. A `hostname` other than 127.0.0.1
+ * must be one of the browser's `hostAliases`.
  */
 export async function serveTestApp(
   env: Record<string, string> = {},
   options: Parameters<typeof createTestApp>[1] = {},
+  hostname = "127.0.0.1",
 ): Promise<ServedApp> {
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://${hostname}:${port}`;
   const testApp = await createTestApp({ PUBLIC_URL: url, ...env }, options);
   await testApp.app.listen({ port, host: "127.0.0.1" });
   return { ...testApp, url };

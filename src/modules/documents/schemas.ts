@@ -58,7 +58,16 @@ export const documentLinkInput = z
     description: documentDescription.nullable().optional().describe("Null or absent: none"),
   })
   // Request bodies are published with an `Input` suffix: this one as the spec's DocumentLinkInput.
-  .meta({ id: "DocumentLink" });
+  .meta({
+    id: "DocumentLink",
+    examples: [
+      {
+        title: "Gripper datasheet",
+        url: "https://example.com/gripper-datasheet.pdf",
+        category: "documentation",
+      },
+    ],
+  });
 
 // No `.default()` here: an absent field must stay absent so that it is left alone. The link
 // target, category and kind are not editable: sending them is refused as an unknown field.
@@ -67,7 +76,7 @@ export const documentPatch = z
     title: documentTitle.optional(),
     description: documentDescription.nullable().optional().describe("Null clears it"),
   })
-  .meta({ id: "DocumentPatch" });
+  .meta({ id: "DocumentPatch", examples: [{ description: "Revision C, March 2026" }] });
 
 export const documentIdSchema = z.object({ id }).meta({ id: "DocumentRef" });
 

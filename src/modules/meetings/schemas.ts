@@ -63,7 +63,10 @@ export const minutesInputSchema = z
       .default("replace")
       .describe("`replace` discards the current minutes; `append` adds below a divider"),
   })
-  .meta({ id: "MeetingMinutes" });
+  .meta({
+    id: "MeetingMinutes",
+    examples: [{ markdown: "## Decisions\n\n- Order the gripper samples\n", mode: "append" }],
+  });
 
 export const minutesWrittenSchema = z
   .object({
@@ -80,7 +83,7 @@ export const notesInputSchema = z
   .strictObject({
     notes: storableText.describe("Replaces the transcript's notes, marked human-authored"),
   })
-  .meta({ id: "MeetingNotes" });
+  .meta({ id: "MeetingNotes", examples: [{ notes: "Ada orders the gripper samples." }] });
 
 export const notesWrittenSchema = z
   .object({ transcriptId: id })

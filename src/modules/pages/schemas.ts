@@ -40,7 +40,15 @@ export const createPageBody = z
       .optional()
       .describe("A page of the same project; omit (or null) for a top-level page"),
   })
-  .meta({ id: "PageCreate" });
+  .meta({
+    id: "PageCreate",
+    examples: [
+      {
+        title: "Commissioning checklist",
+        markdown: "## Before power-on\n\n- Check the emergency stop\n- Clear the work cell\n",
+      },
+    ],
+  });
 
 const pageWriteMode = z.enum(["replace", "append"]);
 
@@ -61,7 +69,10 @@ export const updatePageBody = z
       context.addIssue({ code: "custom", path: ["mode"], message: "only allowed with markdown" });
     }
   })
-  .meta({ id: "PagePatch" });
+  .meta({
+    id: "PagePatch",
+    examples: [{ markdown: "- Log the first cycle time\n", mode: "append" }],
+  });
 
 export const createdPageSchema = z.object({ id, title: z.string() }).meta({ id: "PageCreated" });
 

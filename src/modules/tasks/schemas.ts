@@ -37,12 +37,14 @@ const taskPatchShape = {
 export const taskPatchSchema = z.strictObject(taskPatchShape).meta({
   id: "TaskPatch",
   description: "Only the fields sent change; null clears a nullable field.",
+  examples: [{ status: "done", blocked_reason: null }],
 });
 
 export const newTaskSchema = z.strictObject({ ...taskPatchShape, title: taskTitle }).meta({
   id: "TaskCreate",
   description:
     "TaskPatch with `title` required. Defaults: status `not_started`, priority `normal`.",
+  examples: [{ title: "Order gripper samples", priority: "high", due_date: "2026-03-15" }],
 });
 
 export type TaskPatch = z.infer<typeof taskPatchSchema>;
