@@ -228,6 +228,15 @@ function localSecretKey(dataDir: string): string {
   return readFileSync(file, "utf8").trim();
 }
 
+/**
+ * Scheme and host lower-cased, default port dropped, no trailing slash: every check that reads
+ * `https:` (Secure cookies, HSTS) and the OAuth issuer see one spelling (issue 23).
+ */
+function normalisePublicUrl(value: string): string {
+  const url = new URL(value);
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(
     Object.fromEntries(
@@ -246,7 +255,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const secretKey = e.SECRET_KEY ?? localSecretKey(dataDir);
   const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
-  const publicUrl = (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, "");
+  const publicUrl = normalisePublicUrl(e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`);
   return {
     isProduction,
     port: e.PORT,
