@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { and, asc, inArray, lt, sql } from "drizzle-orm";
+import { clientAddress } from "../../core/client-address.js";
 import type { Db } from "../../db/client.js";
 import { authFailures } from "../../db/schema/index.js";
 
@@ -31,15 +32,16 @@ const ACCOUNT_DELAY_CAP_MS = 3000;
 const accountOf = (email: string) => email.trim().toLowerCase();
 
 /**
- * What one failure is counted against: the client address, and the address with the account
+ * What one failure is counted against: the client address (an IPv6 one by its /64), and the address with the account
  * it tried; failures on an account from every address only slow it down. Client ids are public,
  * so a client is never counted against as such: its 256-bit secret is not guessable anyway.
  */
 export const failureKeys = {
-  signInAddress: (ip: string) => `sign-in:ip:${ip}`,
-  signInAddressAndAccount: (ip: string, email: string) => `sign-in:pair:${ip}:${accountOf(email)}`,
+  signInAddress: (ip: string) => `sign-in:ip:${clientAddress(ip)}`,
+  signInAddressAndAccount: (ip: string, email: string) =>
+    `sign-in:pair:${clientAddress(ip)}:${accountOf(email)}`,
   signInAccount: (email: string) => `sign-in:account:${accountOf(email)}`,
-  clientAddress: (ip: string) => `client:ip:${ip}`,
+  clientAddress: (ip: string) => `client:ip:${clientAddress(ip)}`,
 };
 
 /** What an authentication attempt found: `failed` ones stay counted. */
