@@ -30,6 +30,9 @@ const envSchema = z.object({
   RATE_LIMIT_MAX: positiveInt.default(600),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
   AUTH_RATE_LIMIT_MAX: positiveInt.default(10),
+  PAGE_RATE_LIMIT_MAX: positiveInt.default(300),
+  SIGN_IN_ACCOUNT_CONCURRENCY: positiveInt.default(2),
+  SIGN_IN_ACCOUNT_PER_MINUTE: positiveInt.default(10),
   BODY_LIMIT_BYTES: positiveInt.default(1048576),
   MIGRATE_ON_START: booleanFlag.default(true),
   QUEUE_PREFIX: z
@@ -160,6 +163,10 @@ export type Config = {
   oauthCodeTtlSeconds: number;
   rateLimit: { max: number; windowSeconds: number };
   authRateLimitMax: number;
+  /** Browser pages per client address per minute. */
+  pageRateLimitMax: number;
+  /** Sign-ins on one account from an address and browser it does not know: at once, per minute. */
+  signInAccountCaps: { concurrent: number; perMinute: number };
   bodyLimitBytes: number;
   migrateOnStart: boolean;
   /** Fastify's trustProxy: false, or the proxies' addresses and CIDRs. */
@@ -270,6 +277,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthCodeTtlSeconds: e.OAUTH_CODE_TTL_SECONDS,
     rateLimit: { max: e.RATE_LIMIT_MAX, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
     authRateLimitMax: e.AUTH_RATE_LIMIT_MAX,
+    pageRateLimitMax: e.PAGE_RATE_LIMIT_MAX,
+    signInAccountCaps: {
+      concurrent: e.SIGN_IN_ACCOUNT_CONCURRENCY,
+      perMinute: e.SIGN_IN_ACCOUNT_PER_MINUTE,
+    },
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     migrateOnStart: e.MIGRATE_ON_START,
     trustProxy: e.TRUST_PROXY,
