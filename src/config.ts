@@ -30,6 +30,9 @@ const envSchema = z.object({
   RATE_LIMIT_MAX: positiveInt.default(600),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
   AUTH_RATE_LIMIT_MAX: positiveInt.default(10),
+  PAGE_RATE_LIMIT_MAX: positiveInt.default(300),
+  SIGN_IN_ACCOUNT_CONCURRENCY: positiveInt.default(2),
+  SIGN_IN_ACCOUNT_PER_MINUTE: positiveInt.default(10),
   BODY_LIMIT_BYTES: positiveInt.default(1048576),
   MIGRATE_ON_START: booleanFlag.default(true),
   QUEUE_PREFIX: z
@@ -161,6 +164,10 @@ export type Config = {
   oauthCodeTtlSeconds: number;
   rateLimit: { max: number; windowSeconds: number };
   authRateLimitMax: number;
+  /** Browser pages per client address per minute. */
+  pageRateLimitMax: number;
+  /** Sign-ins on one account from an address and browser it does not know: at once, per minute. */
+  signInAccountCaps: { concurrent: number; perMinute: number };
   bodyLimitBytes: number;
   migrateOnStart: boolean;
   /** Fastify's trustProxy: false, or the proxies' addresses and CIDRs. */
@@ -231,6 +238,15 @@ function localSecretKey(dataDir: string): string {
   return readFileSync(file, "utf8").trim();
 }
 
+/**
+ * Scheme and host lower-cased, default port dropped, no trailing slash: every check that reads
+ * `https:` (Secure cookies, HSTS) and the OAuth issuer see one spelling (issue 23).
+ */
+function normalisePublicUrl(value: string): string {
+  const url = new URL(value);
+  return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = envSchema.safeParse(
     Object.fromEntries(
@@ -249,7 +265,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const secretKey = e.SECRET_KEY ?? localSecretKey(dataDir);
   const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
-  const publicUrl = (e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`).replace(/\/+$/, "");
+  const publicUrl = normalisePublicUrl(e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`);
   return {
     isProduction,
     port: e.PORT,
@@ -264,6 +280,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     oauthCodeTtlSeconds: e.OAUTH_CODE_TTL_SECONDS,
     rateLimit: { max: e.RATE_LIMIT_MAX, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
     authRateLimitMax: e.AUTH_RATE_LIMIT_MAX,
+    pageRateLimitMax: e.PAGE_RATE_LIMIT_MAX,
+    signInAccountCaps: {
+      concurrent: e.SIGN_IN_ACCOUNT_CONCURRENCY,
+      perMinute: e.SIGN_IN_ACCOUNT_PER_MINUTE,
+    },
     bodyLimitBytes: e.BODY_LIMIT_BYTES,
     migrateOnStart: e.MIGRATE_ON_START,
     trustProxy: e.TRUST_PROXY,

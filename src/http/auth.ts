@@ -23,14 +23,19 @@ declare module "fastify" {
 
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
+/** The bearer token the request presents, as presented; null without one. */
+export function presentedBearer(request: FastifyRequest): string | null {
+  return BEARER.exec(request.headers.authorization ?? "")?.[1] ?? null;
+}
+
 /** One lookup per request, whether the rate limiter or the route's access check asks first. */
 export function bearerLookup(authenticate: AuthenticateBearer): BearerLookup {
   const lookups = new WeakMap<FastifyRequest, Promise<Principal | null>>();
   return (request) => {
     let lookup = lookups.get(request);
     if (lookup === undefined) {
-      const match = BEARER.exec(request.headers.authorization ?? "");
-      lookup = match?.[1] === undefined ? Promise.resolve(null) : authenticate(match[1]);
+      const token = presentedBearer(request);
+      lookup = token === null ? Promise.resolve(null) : authenticate(token);
       lookups.set(request, lookup);
     }
     return lookup;

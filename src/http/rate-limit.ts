@@ -3,18 +3,25 @@ import rateLimit, { type FastifyRateLimitStore } from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Redis, Result } from "ioredis";
 import type { Config } from "../config.js";
+import { clientAddress } from "../core/client-address.js";
 import { RateLimited } from "../core/errors.js";
-import type { BearerLookup } from "./auth.js";
+import { type BearerLookup, presentedBearer } from "./auth.js";
+import { OverBudgetAddresses } from "./over-budget-addresses.js";
 
 /**
  * The budget belongs to a live token; a request without one (no token, or one that is
  * malformed, unknown, revoked or expired) spends its address's budget, so inventing tokens
- * buys no extra requests.
+ * buys no extra requests, and once the address is past its budget, not even a lookup.
  */
-function rateLimitKey(lookup: BearerLookup) {
+function rateLimitKey(lookup: BearerLookup, overBudget: OverBudgetAddresses) {
   return async (request: FastifyRequest): Promise<string> => {
+    const address = clientAddress(request.ip);
+    const token = presentedBearer(request);
+    if (overBudget.chargesAddress(address, token)) return `ip:${address}`;
     const principal = await lookup(request);
-    return principal === null ? `ip:${request.ip}` : `token:${principal.tokenId}`;
+    if (principal === null) return `ip:${address}`;
+    if (token !== null) overBudget.markLive(token);
+    return `token:${principal.tokenId}`;
   };
 }
 
@@ -146,11 +153,15 @@ export async function registerRateLimit(
   redis: Redis | undefined,
   lookup: BearerLookup,
 ): Promise<void> {
+  const overBudget = new OverBudgetAddresses(config.rateLimit.windowSeconds * 1000);
   await app.register(rateLimit, {
     global: true,
     max: config.rateLimit.max,
     timeWindow: config.rateLimit.windowSeconds * 1000,
-    keyGenerator: rateLimitKey(lookup),
+    keyGenerator: rateLimitKey(lookup, overBudget),
+    onExceeded: (_request, key) => {
+      if (key.startsWith("ip:")) overBudget.markSpent(key.slice("ip:".length));
+    },
     enableDraftSpec: true,
     ...(redis === undefined ? {} : { store: SharedBudgetWithLocalFallback.over(redis) }),
     errorResponseBuilder: (_request, context) => new RateLimited(Math.ceil(context.ttl / 1000)),

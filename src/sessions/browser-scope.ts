@@ -5,11 +5,13 @@ import cookie from "@fastify/cookie";
 import csrfProtection from "@fastify/csrf-protection";
 import formbody from "@fastify/formbody";
 import helmet from "@fastify/helmet";
+import rateLimit from "@fastify/rate-limit";
 import session from "@fastify/session";
 import view from "@fastify/view";
 import { Eta } from "eta";
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
+import { clientAddress } from "../core/client-address.js";
 import { ApiError, ServiceUnavailable } from "../core/errors.js";
 import { fromDatabaseError } from "../http/error-handler.js";
 import { PageError, renderErrorPage, renderUnavailablePage } from "./pages.js";
@@ -26,10 +28,15 @@ export function sessionCookieName(config: Config): string {
   return config.httpsOnly ? "__Host-svc_session" : "svc_session";
 }
 
-// SECRET_KEY also encrypts webhook secrets; the cookie signer gets a key of its own derived
-// from it, so neither use can leak into the other.
-function sessionSigningKey(secretKey: string): string {
-  return createHmac("sha256", secretKey).update("workspace-service session cookie").digest("hex");
+/** The signed cookie holding the CSRF secret of the forms shown to this browser. */
+function csrfCookieName(config: Config): string {
+  return config.httpsOnly ? "__Host-svc_csrf" : "svc_csrf";
+}
+
+// SECRET_KEY also encrypts webhook secrets; each cookie signer gets a key of its own derived
+// from it, so no use can leak into another.
+function cookieSigningKey(secretKey: string, use: string): string {
+  return createHmac("sha256", secretKey).update(`workspace-service ${use}`).digest("hex");
 }
 
 function describeCsrfFailure(error: FastifyError): string | null {
@@ -88,7 +95,8 @@ async function answerWithErrorPage(
 /**
  * Everything the browser pages share, registered into their own encapsulated scope so the JSON
  * API never sees cookies, sessions or form bodies: a server-side session in the database,
- * CSRF tokens bound to it, security headers, Eta templates and an error handler that renders.
+ * CSRF tokens from a signed cookie, a per-address page budget, security headers, Eta templates
+ * and an error handler that renders.
  */
 export async function registerBrowserPlumbing(app: FastifyInstance, config: Config): Promise<void> {
   app.decorateRequest("webUser", undefined);
@@ -96,9 +104,9 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
   app.addHook("onRoute", (route) => {
     route.schema = { ...route.schema, hide: true };
   });
-  await app.register(cookie);
+  await app.register(cookie, { secret: cookieSigningKey(config.secretKey, "browser cookies") });
   await app.register(session, {
-    secret: sessionSigningKey(config.secretKey),
+    secret: cookieSigningKey(config.secretKey, "session cookie"),
     cookieName: sessionCookieName(config),
     store: new DatabaseSessionStore(app.db, SESSION_MAX_AGE_MS),
     // No row for a visitor until something is worth keeping (a CSRF secret, a sign-in).
@@ -114,8 +122,18 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
       maxAge: SESSION_MAX_AGE_MS,
     },
   });
+  // The CSRF secret lives in a signed cookie, not the session: showing a form to a visitor
+  // writes no row (issue 23).
   await app.register(csrfProtection, {
-    sessionPlugin: "@fastify/session",
+    sessionPlugin: "@fastify/cookie",
+    cookieKey: csrfCookieName(config),
+    cookieOpts: {
+      path: "/",
+      httpOnly: true,
+      sameSite: "lax",
+      secure: config.httpsOnly,
+      signed: true,
+    },
     // Forms only: the token travels as a hidden field, never in a header a script could set.
     getToken: (request) => {
       const token = (request.body as { _csrf?: unknown } | undefined)?._csrf;
@@ -128,6 +146,18 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
     frameguard: { action: "deny" },
     referrerPolicy: { policy: "no-referrer" },
     hsts: config.httpsOnly ? { maxAge: 31_536_000, includeSubDomains: true } : false,
+  });
+  await app.register(rateLimit, {
+    global: true,
+    max: config.pageRateLimitMax,
+    timeWindow: 60_000,
+    keyGenerator: (request) => `page:${clientAddress(request.ip)}`,
+    errorResponseBuilder: (_request, context) =>
+      new PageError(
+        429,
+        "Too many requests",
+        `Too many pages were asked for from this address. Try again in ${Math.ceil(context.ttl / 1000)} seconds.`,
+      ),
   });
   await app.register(formbody);
   const views = findViewsFolder();
@@ -149,7 +179,7 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
   app.setErrorHandler(answerWithErrorPage);
 
   const stylesheet = readFileSync(path.join(views, "site.css"), "utf8");
-  app.get("/assets/site.css", async (_request, reply) =>
+  app.get("/assets/site.css", { config: { rateLimit: false } }, async (_request, reply) =>
     reply
       .type("text/css; charset=utf-8")
       .header("Cache-Control", "public, max-age=3600")

@@ -16,12 +16,6 @@ export class PageError extends Error {
 
 export type PageData = { title: string } & Record<string, unknown>;
 
-function csrfTokenOf(request: FastifyRequest, reply: FastifyReply): string | null {
-  // No session (the store failed, or it was just destroyed): nothing to post anyway.
-  if (request.session === null || typeof request.session.regenerate !== "function") return null;
-  return reply.generateCsrf();
-}
-
 /** Takes the one-time notice a redirect left in the session. */
 function takeNotice(request: FastifyRequest): string | null {
   const notice = request.session?.notice;
@@ -40,7 +34,7 @@ async function send(
   const html = await reply.viewAsync(template, {
     ...data,
     user: request.webUser ?? null,
-    csrfToken: csrfTokenOf(request, reply),
+    csrfToken: reply.generateCsrf(),
     notice: takeNotice(request),
   });
   return reply.code(status).type("text/html; charset=utf-8").send(html);
@@ -70,8 +64,8 @@ export function renderErrorPage(
 }
 
 /**
- * The page for a database that cannot serve: it leaves the session alone, since saving a CSRF
- * secret or taking a notice would need the very database that is away.
+ * The page for a database that cannot serve: it leaves the session alone, since taking a notice
+ * would need the very database that is away.
  */
 export async function renderUnavailablePage(reply: FastifyReply, unavailable: ServiceUnavailable) {
   const html = await reply.viewAsync("error", {

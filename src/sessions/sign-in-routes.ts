@@ -1,10 +1,15 @@
 import { randomBytes } from "node:crypto";
-import { sql } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
+import { clientAddress } from "../core/client-address.js";
 import type { Db } from "../db/client.js";
 import { users } from "../db/schema/index.js";
-import { AuthFailureLimiter, failureKeys } from "../modules/auth-failures/limiter.js";
+import {
+  type AttemptOutcome,
+  AuthFailureLimiter,
+  failureKeys,
+} from "../modules/auth-failures/limiter.js";
 import { hashPassword, verifyPassword } from "../modules/users/passwords.js";
 import { sessionCookieName } from "./browser-scope.js";
 import { currentUser, markSeen, safeReturnPath } from "./members.js";
@@ -50,18 +55,34 @@ async function passwordMatches(hash: string | null, password: string): Promise<b
   }
 }
 
-/** The member the form names, when the password is theirs; else null. */
-async function findMemberToSignIn(db: Db, form: SignInForm): Promise<{ id: string } | null> {
-  const [user] =
-    form.email === ""
-      ? []
-      : await db
-          .select({ id: users.id, passwordHash: users.passwordHash })
-          .from(users)
-          .where(sql`lower(${users.email}) = ${form.email.toLowerCase()}`)
-          .limit(1);
-  const ok = await passwordMatches(user?.passwordHash ?? null, form.password);
-  return user !== undefined && ok ? { id: user.id } : null;
+type Account = { id: string; passwordHash: string | null; lastSignInAddress: string | null };
+
+async function findAccount(db: Db, email: string): Promise<Account | null> {
+  if (email === "") return null;
+  const [account] = await db
+    .select({
+      id: users.id,
+      passwordHash: users.passwordHash,
+      lastSignInAddress: users.lastSignInAddress,
+    })
+    .from(users)
+    .where(sql`lower(${users.email}) = ${email.toLowerCase()}`)
+    .limit(1);
+  return account ?? null;
+}
+
+/** What a sign-in came to: the member, a wrong guess, or refused by the account's caps. */
+type Verdict =
+  | { kind: "member"; id: string }
+  | { kind: "wrong" }
+  | { kind: "capped"; retryAfterSeconds: number };
+
+// A cookie may live 400 days at most (RFC 6265bis §4.1.2.2).
+const KNOWN_DEVICE_MAX_AGE_SECONDS = 400 * 24 * 60 * 60;
+
+/** The signed cookie a browser gets on sign-in: the member it signed in, known again later. */
+function knownDeviceCookieName(config: Config): string {
+  return config.httpsOnly ? "__Host-svc_device" : "svc_device";
 }
 
 function minutes(seconds: number): string {
@@ -84,6 +105,18 @@ function renderSignIn(
   );
 }
 
+function renderTooMany(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  form: SignInForm,
+  what: string,
+  refusal: { retryAfterSeconds: number },
+) {
+  reply.header("Retry-After", String(refusal.retryAfterSeconds));
+  const error = `Too many ${what}. Try again in ${minutes(refusal.retryAfterSeconds)}.`;
+  return renderSignIn(request, reply, { ...form, error }, 429);
+}
+
 /** `GET /login`, `POST /login` and `POST /logout`: members sign in with email and password. */
 export async function signInRoutes(app: FastifyInstance, options: { config: Config }) {
   const { config } = options;
@@ -99,32 +132,48 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
 
   app.post("/login", async (request, reply) => {
     const form = readSignInForm(request.body);
-    const keys = [
-      failureKeys.signInAddress(request.ip),
-      failureKeys.signInAddressAndAccount(request.ip, form.email),
-    ];
+    const address = clientAddress(request.ip);
+    const account = await findAccount(app.db, form.email);
+    const deviceCookie = request.cookies[knownDeviceCookieName(config)];
+    const device = deviceCookie === undefined ? null : request.unsignCookie(deviceCookie);
+    // The member's own address or browser keeps its way in, whatever strangers elsewhere try.
+    const known =
+      account !== null &&
+      (account.lastSignInAddress === address ||
+        (device?.valid === true && device.value === account.id));
+    const checkPassword = async (): Promise<AttemptOutcome<Verdict>> => {
+      const ok = await passwordMatches(account?.passwordHash ?? null, form.password);
+      return account !== null && ok
+        ? { failed: false, value: { kind: "member", id: account.id } }
+        : { failed: true, value: { kind: "wrong" } };
+    };
+    // Refused by the account's caps, nothing was checked: nothing counts against the address.
+    const cappedCheck = async (): Promise<AttemptOutcome<Verdict>> => {
+      const capped = await limiter.cap(
+        failureKeys.signInAttempts(form.email),
+        config.signInAccountCaps,
+        checkPassword,
+      );
+      return capped.limited
+        ? { failed: false, value: { kind: "capped", retryAfterSeconds: capped.retryAfterSeconds } }
+        : capped.value;
+    };
     const attempt = await limiter.guard(
-      keys,
-      async () => {
-        const user = await findMemberToSignIn(app.db, form);
-        return { failed: user === null, value: user };
-      },
-      failureKeys.signInAccount(form.email),
+      [
+        failureKeys.signInAddress(request.ip),
+        failureKeys.signInAddressAndAccount(request.ip, form.email),
+      ],
+      known ? checkPassword : cappedCheck,
+      known ? undefined : failureKeys.signInAccount(form.email),
     );
     if (attempt.limited) {
-      reply.header("Retry-After", String(attempt.retryAfterSeconds));
-      return renderSignIn(
-        request,
-        reply,
-        {
-          ...form,
-          error: `Too many failed sign-ins from this address. Try again in ${minutes(attempt.retryAfterSeconds)}.`,
-        },
-        429,
-      );
+      return renderTooMany(request, reply, form, "failed sign-ins from this address", attempt);
     }
-    const user = attempt.value;
-    if (user === null) {
+    const verdict = attempt.value;
+    if (verdict.kind === "capped") {
+      return renderTooMany(request, reply, form, "sign-in attempts on this account", verdict);
+    }
+    if (verdict.kind !== "member") {
       return renderSignIn(
         request,
         reply,
@@ -132,9 +181,18 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
         401,
       );
     }
+    await app.db.update(users).set({ lastSignInAddress: address }).where(eq(users.id, verdict.id));
+    reply.setCookie(knownDeviceCookieName(config), verdict.id, {
+      signed: true,
+      httpOnly: true,
+      sameSite: "lax",
+      secure: config.httpsOnly,
+      path: "/",
+      maxAge: KNOWN_DEVICE_MAX_AGE_SECONDS,
+    });
     // A new session id on sign-in: an id planted before sign-in is worth nothing after it.
     await request.session.regenerate();
-    request.session.userId = user.id;
+    request.session.userId = verdict.id;
     markSeen(request);
     return reply.redirect(form.returnTo ?? DEFAULT_LANDING, 303);
   });

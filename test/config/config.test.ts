@@ -98,3 +98,17 @@ describe("WEBHOOK_MAX_PER_ORGANIZATION", () => {
     );
   });
 });
+
+describe("PUBLIC_URL", () => {
+  it("is normalised: scheme and host lower-cased, default port and trailing slash dropped", () => {
+    const config = loadConfig({ ...base, PUBLIC_URL: "HTTPS://Work.Example.COM:443/Svc/" });
+    expect(config.publicUrl).toBe("https://work.example.com/Svc");
+    expect(config.httpsOnly).toBe(true);
+  });
+
+  it("keeps a root URL without a trailing slash, and plain http not https-only", () => {
+    const config = loadConfig({ ...base, PUBLIC_URL: "Http://LOCALHOST:3000/" });
+    expect(config.publicUrl).toBe("http://localhost:3000");
+    expect(config.httpsOnly).toBe(false);
+  });
+});

@@ -49,6 +49,25 @@ it("never writes secret-looking query parameters to the log, at any level", asyn
   for (const secret of secrets) expect(logged).not.toContain(secret);
 });
 
+it("redacts secret parameters whose names are percent-encoded, in any case", async () => {
+  const names = [
+    "client%5Fsecret",
+    "code%5Fverifier",
+    "access%5Ftoken",
+    "%63ode",
+    "%54%4F%4B%45%4E",
+    "Client%5fSecret",
+    "access%255Ftoken",
+  ];
+  const query = names.map((name, index) => `${name}=enc0ded-${index}`).join("&");
+  for (const url of [`/api/v1/oauth/token?${query}`, `/oauth/authorize?${query}&state=shown`]) {
+    await app.inject({ method: url.includes("token") ? "POST" : "GET", url });
+  }
+  expect(logged).toContain("state=shown");
+  expect(logged).toContain("client%5Fsecret=[redacted]");
+  for (const index of names.keys()) expect(logged).not.toContain(`enc0ded-${index}`);
+});
+
 it("answers an unknown page with a 404 page that does not echo its address", async () => {
   const res = await app.inject({ method: "GET", url: "/no-such-page?client_secret=s3cr3t" });
   expect(res.statusCode).toBe(404);

@@ -17,10 +17,20 @@ import {
 let redis: Redis;
 let t: TestApp;
 let ws: Workspace;
+/** Queries that read the token table, since the app was built. */
+const tokenQueries: string[] = [];
 
 beforeAll(async () => {
   redis = new Redis(TEST_REDIS_URL, { keyPrefix: `rl-test-${randomBytes(4).toString("hex")}:` });
-  t = await createTestApp({ RATE_LIMIT_MAX: "3", RATE_LIMIT_WINDOW_SECONDS: "60" }, { redis });
+  t = await createTestApp(
+    { RATE_LIMIT_MAX: "3", RATE_LIMIT_WINDOW_SECONDS: "60" },
+    {
+      redis,
+      onQuery: (query) => {
+        if (query.includes('from "api_tokens"')) tokenQueries.push(query);
+      },
+    },
+  );
   ws = await importFixture(t.db, workspaceDocument("limits"));
 });
 afterAll(async () => {
@@ -66,8 +76,33 @@ describe("per-token rate limit", () => {
     expect(statuses).toEqual([401, 401, 401, 429]);
     expect((await from("10.7.0.1")).statusCode).toBe(429);
     expect((await from("10.7.0.2", invent())).statusCode).toBe(401);
-    // A live token from the same address keeps its own budget.
-    expect((await from("10.7.0.1", await mintToken(t.db, ws))).statusCode).toBe(200);
+    // A live token from the same address keeps its own budget, once this process has seen it.
+    const live = await mintToken(t.db, ws);
+    expect((await from("10.7.0.3", live)).statusCode).toBe(200);
+    expect((await from("10.7.0.1", live)).statusCode).toBe(200);
+  });
+
+  it("refuses invented tokens from an address past its budget without looking them up", async () => {
+    const invent = () => `svc_live_${randomBytes(32).toString("base64url")}`;
+    const from = (address: string) =>
+      t.app.inject({
+        method: "GET",
+        url: "/api/v1/me",
+        remoteAddress: address,
+        headers: { authorization: `Bearer ${invent()}` },
+      });
+    const spending = [];
+    for (let i = 0; i < 4; i += 1) spending.push((await from("2001:db8:7:1::1")).statusCode);
+    expect(spending).toEqual([401, 401, 401, 429]);
+    const queriesBefore = tokenQueries.length;
+    // The same /64 shares the budget, whichever address of it the request comes from.
+    const refused = [];
+    for (let i = 0; i < 20; i += 1) refused.push((await from(`2001:db8:7:1::${i + 2}`)).statusCode);
+    expect(refused).toEqual(Array(20).fill(429));
+    expect(tokenQueries.length).toBe(queriesBefore);
+    // Another /64 still gets its lookups and its own budget.
+    expect((await from("2001:db8:7:2::1")).statusCode).toBe(401);
+    expect(tokenQueries.length).toBe(queriesBefore + 1);
   });
 
   it("shares one budget between instances through Redis", async () => {

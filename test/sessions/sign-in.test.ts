@@ -54,7 +54,8 @@ describe("the sign-in page", () => {
     expect(res.headers["x-content-type-options"]).toBe("nosniff");
     expect(res.headers["cache-control"]).toBe("no-store");
     const cookie = setCookieOf(res.headers);
-    expect(cookie).toMatch(/^svc_session=/);
+    // The form's CSRF secret, in a signed cookie: no session until there is one to keep.
+    expect(cookie).toMatch(/^svc_csrf=/);
     expect(cookie).toContain("HttpOnly");
     expect(cookie).toContain("SameSite=Lax");
     expect(cookie).toContain("Path=/");
@@ -193,7 +194,12 @@ describe("the failed sign-in limit (AUTH_RATE_LIMIT_MAX)", () => {
   let limited: TestApp;
 
   beforeAll(async () => {
-    limited = await createTestApp({ AUTH_RATE_LIMIT_MAX: "3" });
+    // The per-account caps are tested on their own (account-caps.test.ts).
+    limited = await createTestApp({
+      AUTH_RATE_LIMIT_MAX: "3",
+      SIGN_IN_ACCOUNT_CONCURRENCY: "20",
+      SIGN_IN_ACCOUNT_PER_MINUTE: "100",
+    });
     await importMembers(limited, "lim");
   });
   afterAll(() => limited.close());
@@ -331,7 +337,7 @@ describe("with an https PUBLIC_URL, whatever NODE_ENV says", () => {
       headers: { "x-forwarded-proto": "https" },
     });
     const cookie = setCookieOf(res.headers);
-    expect(cookie).toMatch(/^__Host-svc_session=/);
+    expect(cookie).toMatch(/^__Host-svc_csrf=/);
     expect(cookie).toContain("Secure");
     expect(res.headers["strict-transport-security"]).toMatch(/max-age=/);
   });
@@ -357,7 +363,7 @@ describe("in production", () => {
     });
     expect(res.statusCode).toBe(200);
     const cookie = setCookieOf(res.headers);
-    expect(cookie).toMatch(/^__Host-svc_session=/);
+    expect(cookie).toMatch(/^__Host-svc_csrf=/);
     expect(cookie).toContain("Secure");
     expect(cookie).toContain("HttpOnly");
     expect(cookie).toContain("SameSite=Lax");

@@ -18,6 +18,9 @@ export const users = pgTable(
     name: text().notNull(),
     // Argon2id hash; null for users who never sign in to the browser (API-only members).
     passwordHash: text(),
+    // Where the member last signed in (an IPv6 address by its /64): sign-ins from there skip
+    // the per-account caps, so strangers guessing elsewhere cannot lock the member out.
+    lastSignInAddress: text(),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
   (t) => [uniqueIndex("users_email_lower_idx").on(sql`lower(${t.email})`)],

@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { and, asc, inArray, lt, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, lt, sql } from "drizzle-orm";
+import { clientAddress } from "../../core/client-address.js";
 import type { Db } from "../../db/client.js";
 import { authFailures } from "../../db/schema/index.js";
 
@@ -31,16 +32,25 @@ const ACCOUNT_DELAY_CAP_MS = 3000;
 const accountOf = (email: string) => email.trim().toLowerCase();
 
 /**
- * What one failure is counted against: the client address, and the address with the account
- * it tried; failures on an account from every address only slow it down. Client ids are public,
- * so a client is never counted against as such: its 256-bit secret is not guessable anyway.
+ * What one failure is counted against: the client address (an IPv6 one by its /64), and the
+ * address with the account it tried; failures on an account from every address only slow it
+ * down. Client ids are public, so a client is never counted against as such: its 256-bit secret
+ * is not guessable anyway.
  */
 export const failureKeys = {
-  signInAddress: (ip: string) => `sign-in:ip:${ip}`,
-  signInAddressAndAccount: (ip: string, email: string) => `sign-in:pair:${ip}:${accountOf(email)}`,
+  signInAddress: (ip: string) => `sign-in:ip:${clientAddress(ip)}`,
+  signInAddressAndAccount: (ip: string, email: string) =>
+    `sign-in:pair:${clientAddress(ip)}:${accountOf(email)}`,
   signInAccount: (email: string) => `sign-in:account:${accountOf(email)}`,
-  clientAddress: (ip: string) => `client:ip:${ip}`,
+  clientAddress: (ip: string) => `client:ip:${clientAddress(ip)}`,
+  /** Every sign-in attempt on an account, whatever its outcome (`AuthFailureLimiter.cap`). */
+  signInAttempts: (email: string) => `sign-in:attempts:${accountOf(email)}`,
 };
+
+/** Caps on the attempts on one key, whatever their outcome: at once, and in a minute. */
+export type AttemptCaps = { concurrent: number; perMinute: number };
+
+const CAPPED_WINDOW_SECONDS = 60;
 
 /** What an authentication attempt found: `failed` ones stay counted. */
 export type AttemptOutcome<T> = { failed: boolean; value: T };
@@ -103,6 +113,53 @@ export class AuthFailureLimiter {
       await this.forget(reservation.ids);
     }
     return { limited: false, value: outcome.value };
+  }
+
+  /**
+   * Runs `attempt` unless the key already has `caps.concurrent` attempts in flight or
+   * `caps.perMinute` in the last minute; then it is refused at once, without being run, so the
+   * refusal says nothing about the credentials. Every attempt counts, whatever its outcome.
+   */
+  async cap<T>(
+    key: string,
+    caps: AttemptCaps,
+    attempt: () => Promise<T>,
+  ): Promise<GuardedAttempt<T>> {
+    await this.purgeOld();
+    const admitted = await this.db.transaction(async (tx): Promise<Limited | Admitted> => {
+      await tx.execute(
+        sql`select pg_advisory_xact_lock(${ATTEMPT_LOCK_NAMESPACE}, hashtext(${key}))`,
+      );
+      const [recent] = await tx
+        .select({
+          total: sql<number>`count(*)::int`,
+          inFlight: sql<number>`(count(*) filter (where ${authFailures.unsettled} and ${authFailures.occurredAt} > now() - make_interval(secs => ${ABANDONED_AFTER_SECONDS})))::int`,
+          secondsLeft: sql<number>`coalesce(ceil(extract(epoch from (min(${authFailures.occurredAt}) + make_interval(secs => ${CAPPED_WINDOW_SECONDS}) - now())))::int, 1)`,
+        })
+        .from(authFailures)
+        .where(
+          and(
+            eq(authFailures.key, key),
+            sql`${authFailures.occurredAt} > now() - make_interval(secs => ${CAPPED_WINDOW_SECONDS})`,
+          ),
+        );
+      if ((recent?.inFlight ?? 0) >= caps.concurrent)
+        return { limited: true, retryAfterSeconds: 1 };
+      if ((recent?.total ?? 0) >= caps.perMinute) {
+        return { limited: true, retryAfterSeconds: Math.max(1, recent?.secondsLeft ?? 1) };
+      }
+      const inserted = await tx
+        .insert(authFailures)
+        .values({ key, unsettled: true })
+        .returning({ id: authFailures.id });
+      return { limited: false, ids: inserted.map((row) => row.id) };
+    });
+    if (admitted.limited) return admitted;
+    try {
+      return { limited: false, value: await attempt() };
+    } finally {
+      await this.settle(admitted.ids);
+    }
   }
 
   /** Nothing up to the allowance; then doubling from ACCOUNT_DELAY_FIRST_MS, capped. */

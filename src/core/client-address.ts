@@ -1,0 +1,14 @@
+import ipaddr from "ipaddr.js";
+
+/**
+ * What every per-address limit counts against: an IPv4 address as it is (an IPv4-mapped IPv6
+ * one too), and an IPv6 address by its /64, since one host usually holds a whole /64 and could
+ * otherwise take a fresh budget per address.
+ */
+export function clientAddress(ip: string): string {
+  if (!ipaddr.isValid(ip)) return ip;
+  const parsed = ipaddr.process(ip);
+  if (parsed.kind() === "ipv4") return parsed.toString();
+  const prefix = (parsed as ipaddr.IPv6).parts.slice(0, 4);
+  return `${new ipaddr.IPv6([...prefix, 0, 0, 0, 0]).toString()}/64`;
+}
