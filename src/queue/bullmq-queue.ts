@@ -8,6 +8,7 @@ import {
   type JobHandlers,
   type JobMap,
   type JobQueue,
+  QueueUnavailable,
 } from "./queue.js";
 
 export type BullmqQueueOptions = {
@@ -21,15 +22,27 @@ export type BullmqQueueOptions = {
    * has its job taken over (stalled-job recovery) after about this long.
    */
   lockDurationMs?: number;
+  /** Deadline of each producer command: an enqueue never holds its caller longer. */
+  commandTimeoutMs?: number;
 };
+
+/** Whatever keeps a job from the queue, its caller hears one error it can map (a 503). */
+async function producing(action: () => Promise<unknown>): Promise<void> {
+  try {
+    await action();
+  } catch (error) {
+    throw new QueueUnavailable("The job queue did not take the job", { cause: error });
+  }
+}
 
 export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions): JobQueue<J> {
   const queueName = options.queueName ?? "workspace";
   const prefix = options.prefix ?? "svc";
-  // A producer inside a request must fail fast rather than hang while Redis is away.
+  // A producer inside a request must fail fast rather than hang while Redis is away or stalled.
   const producerConnection = new Redis(options.redisUrl, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
+    commandTimeout: options.commandTimeoutMs ?? 500,
   });
   producerConnection.on("error", (err) =>
     options.logger.warn({ err }, "queue producer connection error"),
@@ -48,13 +61,15 @@ export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions)
 
   return {
     async enqueue(name, payload, enqueueOptions) {
-      await queue.add(name, payload, jobOptions(enqueueOptions));
+      await producing(() => queue.add(name, payload, jobOptions(enqueueOptions)));
     },
 
     async enqueueMany(name, jobs) {
       if (jobs.length === 0) return;
-      await queue.addBulk(
-        jobs.map((job) => ({ name, data: job.payload, opts: jobOptions(job.options) })),
+      await producing(() =>
+        queue.addBulk(
+          jobs.map((job) => ({ name, data: job.payload, opts: jobOptions(job.options) })),
+        ),
       );
     },
 
