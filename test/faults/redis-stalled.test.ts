@@ -2,6 +2,9 @@ import { randomBytes } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/client.js";
+import { webhookDeliveries } from "../../src/db/schema/index.js";
+import { createWebhook } from "../../src/webhooks/service.js";
+import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import {
   type PostgresCluster,
@@ -11,11 +14,11 @@ import {
 } from "../support/clusters.js";
 import { eventually } from "../support/eventually.js";
 import { mintToken, type Workspace } from "../support/fixtures.js";
-import { roverWithWebhook } from "../support/pipeline.js";
 import { Receiver } from "../support/receiver.js";
 import {
   type Answer,
   call,
+  HttpSession,
   openServiceDatabase,
   type ServiceProcess,
   startService,
@@ -49,9 +52,12 @@ beforeAll(async () => {
     new Receiver().start(),
   ]);
   database = await openServiceDatabase(cluster.url);
-  const rover = await roverWithWebhook(database.db, TEST_SECRET_KEY, receiver, "stalled", "/hook");
-  ws = rover.ws;
-  webhookId = rover.webhook.id;
+  ({ acme: ws } = await importOAuthWorkspaces(database.db));
+  ({ id: webhookId } = await createWebhook(
+    database.db,
+    { secretKey: TEST_SECRET_KEY, production: false },
+    { organizationId: ws.organization.id, url: receiver.url("/hook"), events: ["task.created"] },
+  ));
   const env = {
     DATABASE_URL: cluster.url,
     REDIS_URL: redis.url,
@@ -82,9 +88,13 @@ function expectAnsweredWithin(answer: Answer, status: number, boundMs: number): 
 
 describe("Redis stopped with SIGSTOP, then resumed", () => {
   it("answers reads, writes and /readyz in time while it stalls, and shares budgets again after SIGCONT", async () => {
-    const [reader, writer, limitedWhileStalled, sharedOnceBack] = await Promise.all(
-      Array.from({ length: 4 }, () => mintToken(database.db, ws)),
-    );
+    const mint = () => mintToken(database.db, ws);
+    const [reader, writer, limitedWhileStalled, sharedOnceBack] = await Promise.all([
+      mint(),
+      mint(),
+      mint(),
+      mint(),
+    ]);
     // Before: the budget is shared, so the two processes count one token's requests together.
     expect((await me(a, reader)).headers.get("ratelimit-remaining")).toBe(
       String(RATE_LIMIT_MAX - 1),
@@ -92,6 +102,10 @@ describe("Redis stopped with SIGSTOP, then resumed", () => {
     expect((await me(b, reader)).headers.get("ratelimit-remaining")).toBe(
       String(RATE_LIMIT_MAX - 2),
     );
+
+    const admin = new HttpSession(a.url);
+    await admin.signIn("admin@acme.example", PASSWORD);
+    const _csrf = await admin.csrfTokenOf(`/admin/acme/webhooks/${webhookId}`);
 
     redis.pause();
     try {
@@ -112,6 +126,16 @@ describe("Redis stopped with SIGSTOP, then resumed", () => {
         });
         expectAnsweredWithin(ping, 200, PING_BOUND_MS);
       }
+
+      // An admin's redelivery has nothing to fall back on: the page says to try again later.
+      const [delivery] = await database.db.select().from(webhookDeliveries).limit(1);
+      const redelivered = await admin.post(
+        `/admin/acme/webhooks/${webhookId}/deliveries/${delivery?.id}/redeliver`,
+        { _csrf },
+      );
+      expectAnsweredWithin(redelivered, 503, PING_BOUND_MS);
+      expect(redelivered.headers.get("retry-after")).toMatch(/^\d+$/);
+      expect(redelivered.text).toContain("cannot reach its job queue");
 
       // Each process counts the token's requests on its own, as while Redis is down.
       const spent: number[] = [];
