@@ -107,6 +107,18 @@ describe("Redis stopped with SIGSTOP, then resumed", () => {
     await admin.signIn("admin@acme.example", PASSWORD);
     const _csrf = await admin.csrfTokenOf(`/admin/acme/webhooks/${webhookId}`);
 
+    // Redis's MONITOR lists every command it runs, in order, from every connection.
+    const watcher = new Redis(redis.url);
+    const monitor = await watcher.monitor();
+    let budgetCommands = 0;
+    let watched = false;
+    monitor.on("monitor", (_time, [command = "", ...args]: string[]) => {
+      if (command === "echo" && args[0] === "watched") watched = true;
+      if (/^eval/i.test(command) && args.some((arg) => arg.includes("-rate-limit:"))) {
+        budgetCommands += 1;
+      }
+    });
+
     redis.pause();
     try {
       for (const service of [a, b]) {
@@ -153,6 +165,12 @@ describe("Redis stopped with SIGSTOP, then resumed", () => {
     for (const service of [a, b]) {
       await eventually(async () => (await call(`${service.url}/readyz`)).status === 200);
     }
+    // The stalled connection did not pile up commands: past the first, each process sent none.
+    await watcher.echo("watched");
+    await eventually(() => watched);
+    monitor.disconnect();
+    watcher.disconnect();
+    expect(budgetCommands).toBeLessThanOrEqual(2);
     // One warning per process for the whole stall, not one per request.
     for (const service of [a, b]) {
       expect(service.output().split(FALLBACK_WARNING).length - 1).toBe(1);
