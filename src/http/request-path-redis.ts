@@ -2,7 +2,7 @@ import type { Redis } from "ioredis";
 import { MISSED, withinDeadline } from "./deadline.js";
 
 /** Redis did not answer in time, or an earlier command is still unanswered. */
-export class RedisStalled extends Error {
+class RedisStalled extends Error {
   override name = "RedisStalled";
 }
 
