@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { Database } from "../db/client.js";
-import { MISSED, withinDeadline } from "./deadline.js";
+import { MISSED, withinDeadline } from "../queue/deadline.js";
 import type { RequestPathRedis } from "./request-path-redis.js";
 
 type CheckStatus = "ok" | "unavailable";

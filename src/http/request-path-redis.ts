@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { MISSED, withinDeadline } from "./deadline.js";
+import { MISSED, withinDeadline } from "../queue/deadline.js";
 
 /** Redis did not answer in time, or an earlier command is still unanswered. */
 class RedisStalled extends Error {

@@ -1,6 +1,8 @@
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
+import { DEFAULT_QUEUE_COMMAND_TIMEOUT_MS } from "../config.js";
+import { MISSED, withinDeadline } from "./deadline.js";
 import {
   DEFAULT_BACKOFF_MS,
   DEFAULT_JOB_ATTEMPTS,
@@ -22,16 +24,20 @@ export type BullmqQueueOptions = {
    * has its job taken over (stalled-job recovery) after about this long.
    */
   lockDurationMs?: number;
-  /** Deadline of each producer command: an enqueue never holds its caller longer. */
+  /** Deadline of each enqueue: it never holds its caller longer. */
   commandTimeoutMs?: number;
 };
 
-/** Whatever keeps a job from the queue, its caller hears one error it can map (a 503). */
-async function producing(action: () => Promise<unknown>): Promise<void> {
+/** Whatever keeps a job from the queue in time, its caller hears one error it can map (a 503). */
+async function producing(deadlineMs: number, action: () => Promise<unknown>): Promise<void> {
+  let outcome: unknown;
   try {
-    await action();
+    outcome = await withinDeadline(action(), deadlineMs);
   } catch (error) {
-    throw new QueueUnavailable("The job queue did not take the job", { cause: error });
+    throw new QueueUnavailable("The job queue refused the job", { cause: error });
+  }
+  if (outcome === MISSED) {
+    throw new QueueUnavailable(`The job queue did not take the job within ${deadlineMs} ms`);
   }
 }
 
@@ -42,8 +48,8 @@ export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions)
   const producerConnection = new Redis(options.redisUrl, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
-    commandTimeout: options.commandTimeoutMs ?? 500,
   });
+  const deadlineMs = options.commandTimeoutMs ?? DEFAULT_QUEUE_COMMAND_TIMEOUT_MS;
   producerConnection.on("error", (err) =>
     options.logger.warn({ err }, "queue producer connection error"),
   );
@@ -61,12 +67,12 @@ export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions)
 
   return {
     async enqueue(name, payload, enqueueOptions) {
-      await producing(() => queue.add(name, payload, jobOptions(enqueueOptions)));
+      await producing(deadlineMs, () => queue.add(name, payload, jobOptions(enqueueOptions)));
     },
 
     async enqueueMany(name, jobs) {
       if (jobs.length === 0) return;
-      await producing(() =>
+      await producing(deadlineMs, () =>
         queue.addBulk(
           jobs.map((job) => ({ name, data: job.payload, opts: jobOptions(job.options) })),
         ),
