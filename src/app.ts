@@ -189,7 +189,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(swagger, openApiOptions(deps.config, changeEventsAsMarkdown()));
 
   app.setNotFoundHandler(answerUnknownPage);
-  // One guard per Redis connection: a command it left unanswered holds back readiness probes too.
+  // The rate limit and readiness share it: a command left unanswered holds back both.
   const redis = deps.redis === undefined ? undefined : new RequestPathRedis(deps.redis);
   registerHealthRoutes(app, deps.database, redis, deps.config.readinessTimeoutMs);
   await app.register((api) => registerApi(api, deps, redis), { prefix: API_PREFIX });
