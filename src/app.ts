@@ -31,6 +31,7 @@ import { PrincipalCache } from "./modules/tokens/principal-cache.js";
 import { authorizeRoutes } from "./oauth/authorize-routes.js";
 import { oauthMetadataRoutes } from "./oauth/metadata-routes.js";
 import { oauthTokenRoutes } from "./oauth/token-routes.js";
+import { withEnqueueDeadline } from "./queue/enqueue-deadline.js";
 import type { WorkspaceJobs } from "./queue/jobs.js";
 import type { JobQueue } from "./queue/queue.js";
 import { registerBrowserPlumbing } from "./sessions/browser-scope.js";
@@ -164,7 +165,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await principals.start(deps.database);
   app.addHook("onClose", () => principals.stop());
   app.decorate("principals", principals);
-  app.decorate("queue", deps.queue);
+  app.decorate("queue", withEnqueueDeadline(deps.queue, deps.config.queueCommandTimeoutMs));
   app.decorate("config", deps.config);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);

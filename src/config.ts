@@ -16,9 +16,6 @@ export const DEFAULT_POSTGRES_LIMITS: PostgresLimits = {
   idleInTransactionTimeoutMs: 10_000,
 };
 
-/** How long a request waits for the job queue to take a job, unless the environment says. */
-export const DEFAULT_QUEUE_COMMAND_TIMEOUT_MS = 500;
-
 const envSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -27,7 +24,7 @@ const envSchema = z.object({
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
   REDIS_COMMAND_TIMEOUT_MS: positiveInt.default(50),
-  QUEUE_COMMAND_TIMEOUT_MS: positiveInt.default(DEFAULT_QUEUE_COMMAND_TIMEOUT_MS),
+  QUEUE_COMMAND_TIMEOUT_MS: positiveInt.default(500),
   READINESS_TIMEOUT_MS: positiveInt.default(500),
   DATA_DIR: z.string().min(1).default("./data"),
   SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
@@ -160,7 +157,7 @@ export type Config = {
   redisUrl: string | undefined;
   /** Deadline of each Redis command on a request's path (the shared rate limit). */
   redisCommandTimeoutMs: number;
-  /** Deadline of each enqueue (from requests, the relay, the worker's retries). */
+  /** Deadline of each enqueue a request makes (a ping, an admin's redelivery or retry pass). */
   queueCommandTimeoutMs: number;
   /** Deadline of each dependency check of /readyz. */
   readinessTimeoutMs: number;

@@ -71,7 +71,6 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
           prefix: config.queuePrefix,
           logger,
           lockDurationMs: config.workerLockSeconds * 1000,
-          commandTimeoutMs: config.queueCommandTimeoutMs,
         });
   return {
     config,

@@ -1,8 +1,6 @@
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import type { Logger } from "pino";
-import { DEFAULT_QUEUE_COMMAND_TIMEOUT_MS } from "../config.js";
-import { MISSED, withinDeadline } from "./deadline.js";
 import {
   DEFAULT_BACKOFF_MS,
   DEFAULT_JOB_ATTEMPTS,
@@ -10,7 +8,6 @@ import {
   type JobHandlers,
   type JobMap,
   type JobQueue,
-  QueueUnavailable,
 } from "./queue.js";
 
 export type BullmqQueueOptions = {
@@ -24,32 +21,17 @@ export type BullmqQueueOptions = {
    * has its job taken over (stalled-job recovery) after about this long.
    */
   lockDurationMs?: number;
-  /** Deadline of each enqueue: it never holds its caller longer. */
-  commandTimeoutMs?: number;
 };
-
-/** Whatever keeps a job from the queue in time, its caller hears one error it can map (a 503). */
-async function producing(deadlineMs: number, action: () => Promise<unknown>): Promise<void> {
-  let outcome: unknown;
-  try {
-    outcome = await withinDeadline(action(), deadlineMs);
-  } catch (error) {
-    throw new QueueUnavailable("The job queue refused the job", { cause: error });
-  }
-  if (outcome === MISSED) {
-    throw new QueueUnavailable(`The job queue did not take the job within ${deadlineMs} ms`);
-  }
-}
 
 export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions): JobQueue<J> {
   const queueName = options.queueName ?? "workspace";
   const prefix = options.prefix ?? "svc";
-  // A producer inside a request must fail fast rather than hang while Redis is away or stalled.
+  // A producer inside a request must fail fast rather than hang while Redis is away; while it
+  // stalls, requests have their deadline (withEnqueueDeadline).
   const producerConnection = new Redis(options.redisUrl, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
   });
-  const deadlineMs = options.commandTimeoutMs ?? DEFAULT_QUEUE_COMMAND_TIMEOUT_MS;
   producerConnection.on("error", (err) =>
     options.logger.warn({ err }, "queue producer connection error"),
   );
@@ -67,15 +49,13 @@ export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions)
 
   return {
     async enqueue(name, payload, enqueueOptions) {
-      await producing(deadlineMs, () => queue.add(name, payload, jobOptions(enqueueOptions)));
+      await queue.add(name, payload, jobOptions(enqueueOptions));
     },
 
     async enqueueMany(name, jobs) {
       if (jobs.length === 0) return;
-      await producing(deadlineMs, () =>
-        queue.addBulk(
-          jobs.map((job) => ({ name, data: job.payload, opts: jobOptions(job.options) })),
-        ),
+      await queue.addBulk(
+        jobs.map((job) => ({ name, data: job.payload, opts: jobOptions(job.options) })),
       );
     },
 
