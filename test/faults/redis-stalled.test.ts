@@ -30,7 +30,7 @@ import {
 const RATE_LIMIT_MAX = 12;
 const QUEUE_PREFIX = `stalled-${randomBytes(6).toString("hex")}`;
 // The issue's bound for /readyz; requests get the same, far above their normal time plus the
-// 50 ms Redis deadline, so that only a hang (44.9 s before the fix) fails it on a busy machine.
+// Redis deadline (250 ms here), so that only a hang (44.9 s before the fix) fails it when busy.
 const ANSWER_BOUND_MS = 1000;
 // The ping waits for the queue's own deadline (QUEUE_COMMAND_TIMEOUT_MS, 500 ms) first.
 const PING_BOUND_MS = 1500;
