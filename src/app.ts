@@ -22,6 +22,7 @@ import { API_PREFIX, openApiOptions } from "./http/openapi.js";
 import { registerRateLimit } from "./http/rate-limit.js";
 import { requestIdOf } from "./http/request-id.js";
 import { loggableUrl, RequestLog } from "./http/request-log.js";
+import { RequestPathRedis } from "./http/request-path-redis.js";
 import { responseSerializerCompiler } from "./http/serializer.js";
 import { deferNotFoundForImpossibleIds } from "./http/unknown-ids.js";
 import { changeEventsAsMarkdown } from "./modules/change-events/catalogue.js";
@@ -30,6 +31,7 @@ import { PrincipalCache } from "./modules/tokens/principal-cache.js";
 import { authorizeRoutes } from "./oauth/authorize-routes.js";
 import { oauthMetadataRoutes } from "./oauth/metadata-routes.js";
 import { oauthTokenRoutes } from "./oauth/token-routes.js";
+import { withEnqueueDeadline } from "./queue/enqueue-deadline.js";
 import type { WorkspaceJobs } from "./queue/jobs.js";
 import type { JobQueue } from "./queue/queue.js";
 import { registerBrowserPlumbing } from "./sessions/browser-scope.js";
@@ -58,13 +60,17 @@ declare module "fastify" {
   }
 }
 
-async function registerApi(app: FastifyInstance, deps: AppDependencies): Promise<void> {
+async function registerApi(
+  app: FastifyInstance,
+  deps: AppDependencies,
+  redis: RequestPathRedis | undefined,
+): Promise<void> {
   registerErrorHandler(app, deps.config.bodyLimitBytes);
   deferNotFoundForImpossibleIds(app);
   // Bodies are JSON (spec, "Endpoints"); anything else is refused as a wrong Content-Type.
   app.removeContentTypeParser("text/plain");
   const lookup = bearerLookup((token) => app.principals.authenticate(token));
-  await registerRateLimit(app, deps.config, deps.redis, lookup);
+  await registerRateLimit(app, deps.config, redis, lookup);
   registerBearerAuth(app, lookup);
   registerIdempotency(app);
   app.setNotFoundHandler({ preHandler: app.rateLimit() }, async () => {
@@ -159,7 +165,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await principals.start(deps.database);
   app.addHook("onClose", () => principals.stop());
   app.decorate("principals", principals);
-  app.decorate("queue", deps.queue);
+  app.decorate("queue", withEnqueueDeadline(deps.queue, deps.config.queueCommandTimeoutMs));
   app.decorate("config", deps.config);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
@@ -184,8 +190,10 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   await app.register(swagger, openApiOptions(deps.config, changeEventsAsMarkdown()));
 
   app.setNotFoundHandler(answerUnknownPage);
-  registerHealthRoutes(app, deps.database, deps.redis);
-  await app.register((api) => registerApi(api, deps), { prefix: API_PREFIX });
+  // The rate limit and readiness share it: a command left unanswered holds back both.
+  const redis = deps.redis === undefined ? undefined : new RequestPathRedis(deps.redis);
+  registerHealthRoutes(app, deps.database, redis, deps.config.readinessTimeoutMs);
+  await app.register((api) => registerApi(api, deps, redis), { prefix: API_PREFIX });
   await app.register(oauthMetadataRoutes, { config: deps.config });
   await app.register((browser) => registerBrowserPages(browser, deps));
   return app;

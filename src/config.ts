@@ -23,6 +23,9 @@ const envSchema = z.object({
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  REDIS_COMMAND_TIMEOUT_MS: positiveInt.default(50),
+  QUEUE_COMMAND_TIMEOUT_MS: positiveInt.default(500),
+  READINESS_TIMEOUT_MS: positiveInt.default(500),
   DATA_DIR: z.string().min(1).default("./data"),
   SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -156,6 +159,12 @@ export type Config = {
   publicUrl: string;
   databaseUrl: string | undefined;
   redisUrl: string | undefined;
+  /** Deadline of each Redis command on a request's path (the shared rate limit). */
+  redisCommandTimeoutMs: number;
+  /** Deadline of each enqueue a request makes (a ping, an admin's redelivery or retry pass). */
+  queueCommandTimeoutMs: number;
+  /** Deadline of each dependency check of /readyz. */
+  readinessTimeoutMs: number;
   /** Embedded mode: PGlite under dataDir instead of DATABASE_URL. */
   embedded: boolean;
   dataDir: string;
@@ -172,7 +181,10 @@ export type Config = {
   migrateOnStart: boolean;
   /** Fastify's trustProxy: false, or the proxies' addresses and CIDRs. */
   trustProxy: false | string;
-  /** Redis key prefix of the job queue, so deployments sharing a Redis stay apart. */
+  /**
+   * Redis key prefix of the job queue and the rate-limit budgets, so deployments sharing a Redis
+   * stay apart.
+   */
   queuePrefix: string;
   workerConcurrency: number;
   /** A job's lock; must outlast one delivery attempt (10 s). */
@@ -273,6 +285,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
+    redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
+    queueCommandTimeoutMs: e.QUEUE_COMMAND_TIMEOUT_MS,
+    readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
     embedded,
     dataDir,
     secretKey,

@@ -9,6 +9,7 @@ import {
   statusOfError,
 } from "../core/errors.js";
 import { isDatabaseUnavailable, malformedValueColumn } from "../db/failures.js";
+import { QueueUnavailable } from "../queue/queue.js";
 import type { FailureBody } from "./envelope.js";
 
 type ValidationIssue = {
@@ -72,12 +73,15 @@ function fromFastifyError(error: FastifyError, bodyLimit: number): ApiError | nu
 }
 
 /**
- * A failed statement the client should hear about: a value zod let through but Postgres cannot
- * store (NUL bytes, out-of-range dates or numbers) is the caller's bad input; a database that
- * cannot serve now is a 503 to retry. Anything else is ours, and stays a 500.
+ * A failed dependency call the client should hear about: a value zod let through but Postgres
+ * cannot store (NUL bytes, out-of-range dates or numbers) is the caller's bad input; a database
+ * or job queue that cannot serve now is a 503 to retry. Anything else is ours, and stays a 500.
  */
-export function fromDatabaseError(error: unknown): ApiError | null {
+export function fromDependencyError(error: unknown): ApiError | null {
   if (isDatabaseUnavailable(error)) return new ServiceUnavailable();
+  if (error instanceof QueueUnavailable) {
+    return new ServiceUnavailable("The service cannot reach its job queue right now");
+  }
   const column = malformedValueColumn(error);
   if (column === null) return null;
   return new ApiError(
@@ -88,8 +92,8 @@ export function fromDatabaseError(error: unknown): ApiError | null {
 
 function toApiError(error: FastifyError, bodyLimit: number): ApiError | null {
   if (error instanceof ApiError) return error;
-  const fromDatabase = fromDatabaseError(error);
-  if (fromDatabase !== null) return fromDatabase;
+  const fromDependency = fromDependencyError(error);
+  if (fromDependency !== null) return fromDependency;
   if (hasZodFastifySchemaValidationErrors(error)) {
     const context = error.validationContext ?? "body";
     const issues = error.validation as unknown as ValidationIssue[];

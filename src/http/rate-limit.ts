@@ -1,12 +1,13 @@
 import { createRequire } from "node:module";
 import rateLimit, { type FastifyRateLimitStore } from "@fastify/rate-limit";
-import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { Redis, Result } from "ioredis";
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
+import type { Result } from "ioredis";
 import type { Config } from "../config.js";
 import { clientAddress } from "../core/client-address.js";
 import { RateLimited } from "../core/errors.js";
 import { type BearerLookup, presentedBearer } from "./auth.js";
 import { OverBudgetAddresses } from "./over-budget-addresses.js";
+import type { RequestPathRedis } from "./request-path-redis.js";
 
 /**
  * The budget belongs to a live token; a request without one (no token, or one that is
@@ -35,13 +36,19 @@ type StoreConstructor = new (
 const require = createRequire(import.meta.url);
 const LocalStore: StoreConstructor = require("@fastify/rate-limit/store/LocalStore");
 
-const REDIS_NAMESPACE = "svc-rate-limit:";
+/**
+ * The budgets' keys: per deployment, so two sharing a Redis keep their own budgets. With the
+ * default QUEUE_PREFIX (`svc`) they are the keys earlier versions used.
+ */
+const budgetNamespace = (queuePrefix: string) => `${queuePrefix}-rate-limit:`;
+
+// While Redis stays away the fallback is announced once, not once per request or per flap.
+const FALLBACK_WARNING_INTERVAL_MS = 60_000;
 
 /**
  * Counts several budgets at once: for each key, `by` requests in a fixed window of `windowMs`
- * that starts with the first of them, as the plugin's own Redis store keeps it (the same keys,
- * so instances of older and newer versions share one count). Answers, per key, the count after
- * these requests and the window's time left.
+ * that starts with the first of them, as the plugin's own Redis store keeps it. Answers, per
+ * key, the count after these requests and the window's time left.
  */
 const INCREMENT_BUDGETS = `
 local answers = {}
@@ -73,27 +80,37 @@ declare module "ioredis" {
 type Counted = Parameters<FastifyRateLimitStore["incr"]>[1];
 type Waiting = { counted: Counted[]; timeWindow: number; max: number };
 
+type SharedBudgetOptions = {
+  namespace: string;
+  deadlineMs: number;
+  logger: FastifyBaseLogger;
+};
+
 /**
  * The instances' shared budget in Redis. The requests that reach the limiter in one turn of the
  * event loop are counted by one command, each given its own place in its key's count exactly
  * as one command each would: a busy process costs Redis one command per turn rather than one
- * per request. While Redis cannot answer, each process counts the same budget in its own
- * memory, so an outage neither takes the API down nor lifts the limit.
+ * per request. While Redis cannot answer within the deadline (down or stalled), each process
+ * counts the same budget in its own memory, so an outage neither holds nor takes the API down,
+ * nor lifts the limit.
  */
 class SharedBudgetWithLocalFallback implements FastifyRateLimitStore {
   private waiting = new Map<string, Waiting>();
+  private countingLocally = false;
+  private lastWarningAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly redis: Redis,
+    private readonly redis: RequestPathRedis,
     private readonly local: FastifyRateLimitStore,
+    private readonly options: SharedBudgetOptions,
   ) {}
 
-  static over(redis: Redis) {
+  static over(redis: RequestPathRedis, options: SharedBudgetOptions) {
     redis.defineCommand("incrementBudgets", { lua: INCREMENT_BUDGETS });
     // A fixed window: neither continueExceeding nor exponentialBackoff is configured.
     return class extends SharedBudgetWithLocalFallback {
       constructor() {
-        super(redis, new LocalStore(false, false));
+        super(redis, new LocalStore(false, false), options);
       }
     };
   }
@@ -111,19 +128,26 @@ class SharedBudgetWithLocalFallback implements FastifyRateLimitStore {
   private async countWaiting(): Promise<void> {
     const turn = [...this.waiting];
     this.waiting = new Map();
-    const keys = turn.map(([key]) => `${REDIS_NAMESPACE}${key}`);
+    const keys = turn.map(([key]) => `${this.options.namespace}${key}`);
     const countsAndWindows = turn.flatMap(([, { counted, timeWindow }]) => [
       counted.length,
       timeWindow,
     ]);
     let answers: number[];
     try {
-      answers = await this.redis.incrementBudgets(keys.length, ...keys, ...countsAndWindows);
-    } catch {
+      answers = await this.redis.run(this.options.deadlineMs, (redis) =>
+        redis.incrementBudgets(keys.length, ...keys, ...countsAndWindows),
+      );
+    } catch (error) {
+      this.fallBack(error);
       for (const [key, { counted, timeWindow, max }] of turn) {
         for (const callback of counted) this.local.incr(key, callback, timeWindow, max);
       }
       return;
+    }
+    if (this.countingLocally) {
+      this.countingLocally = false;
+      this.options.logger.info("rate limit: Redis answers again; budgets are shared again");
     }
     turn.forEach(([, { counted }], index) => {
       const current = answers[2 * index] ?? 0;
@@ -131,6 +155,18 @@ class SharedBudgetWithLocalFallback implements FastifyRateLimitStore {
       let place = current - counted.length;
       for (const callback of counted) callback(null, { current: ++place, ttl });
     });
+  }
+
+  private fallBack(error: unknown): void {
+    if (this.countingLocally) return;
+    this.countingLocally = true;
+    const now = performance.now();
+    if (now - this.lastWarningAt < FALLBACK_WARNING_INTERVAL_MS) return;
+    this.lastWarningAt = now;
+    this.options.logger.warn(
+      { err: error },
+      "rate limit: Redis cannot answer; each process counts budgets on its own",
+    );
   }
 
   /**
@@ -144,16 +180,21 @@ class SharedBudgetWithLocalFallback implements FastifyRateLimitStore {
 
 /**
  * Per-token rate limit on every /api/v1 response. With Redis the instances share one budget,
- * and fall back to one budget per process while Redis is away.
+ * and fall back to one budget per process while Redis is away or stalled.
  * It runs before authentication so that even refused requests carry the RateLimit headers.
  */
 export async function registerRateLimit(
   app: FastifyInstance,
   config: Config,
-  redis: Redis | undefined,
+  redis: RequestPathRedis | undefined,
   lookup: BearerLookup,
 ): Promise<void> {
   const overBudget = new OverBudgetAddresses(config.rateLimit.windowSeconds * 1000);
+  const shared = {
+    namespace: budgetNamespace(config.queuePrefix),
+    deadlineMs: config.redisCommandTimeoutMs,
+    logger: app.log,
+  };
   await app.register(rateLimit, {
     global: true,
     max: config.rateLimit.max,
@@ -163,7 +204,7 @@ export async function registerRateLimit(
       if (key.startsWith("ip:")) overBudget.markSpent(key.slice("ip:".length));
     },
     enableDraftSpec: true,
-    ...(redis === undefined ? {} : { store: SharedBudgetWithLocalFallback.over(redis) }),
+    ...(redis === undefined ? {} : { store: SharedBudgetWithLocalFallback.over(redis, shared) }),
     errorResponseBuilder: (_request, context) => new RateLimited(Math.ceil(context.ttl / 1000)),
   });
 }

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { RateLimited, ServiceUnavailable } from "../core/errors.js";
-import { fromDatabaseError } from "../http/error-handler.js";
+import { fromDependencyError } from "../http/error-handler.js";
 import { TokenError } from "./errors.js";
 
 /** Every refusal of the token endpoint as an OAuth error object (RFC 6749 §5.2). */
@@ -23,7 +23,7 @@ export function answerTokenError(
   if (error instanceof RateLimited) {
     return reply.code(429).send({ error: "rate_limited", error_description: error.message });
   }
-  const fromDatabase = error instanceof ServiceUnavailable ? error : fromDatabaseError(error);
+  const fromDatabase = error instanceof ServiceUnavailable ? error : fromDependencyError(error);
   if (fromDatabase instanceof ServiceUnavailable) {
     request.log.warn({ err: error }, "unavailable at the token endpoint");
     return reply

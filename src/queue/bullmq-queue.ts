@@ -26,7 +26,8 @@ export type BullmqQueueOptions = {
 export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions): JobQueue<J> {
   const queueName = options.queueName ?? "workspace";
   const prefix = options.prefix ?? "svc";
-  // A producer inside a request must fail fast rather than hang while Redis is away.
+  // A producer inside a request must fail fast rather than hang while Redis is away; while it
+  // stalls, requests have their deadline (withEnqueueDeadline).
   const producerConnection = new Redis(options.redisUrl, {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,

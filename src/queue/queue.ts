@@ -41,5 +41,10 @@ export class UnrecoverableError extends Error {
   override name = "UnrecoverableError";
 }
 
+/** The queue refused a job or did not take it within its deadline: its Redis is away or stalled. */
+export class QueueUnavailable extends Error {
+  override name = "QueueUnavailable";
+}
+
 export const DEFAULT_JOB_ATTEMPTS = 5;
 export const DEFAULT_BACKOFF_MS = 1000;

@@ -13,7 +13,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Config } from "../config.js";
 import { clientAddress } from "../core/client-address.js";
 import { ApiError, ServiceUnavailable } from "../core/errors.js";
-import { fromDatabaseError } from "../http/error-handler.js";
+import { fromDependencyError } from "../http/error-handler.js";
 import { PageError, renderErrorPage, renderUnavailablePage } from "./pages.js";
 import { pageDirectives } from "./security-headers.js";
 import { DatabaseSessionStore } from "./session-store.js";
@@ -58,7 +58,7 @@ async function answerWithErrorPage(
   if (csrfFailure !== null) {
     return renderErrorPage(request, reply, 403, "Form not accepted", csrfFailure);
   }
-  const refused = error instanceof ApiError ? error : fromDatabaseError(error);
+  const refused = error instanceof ApiError ? error : fromDependencyError(error);
   if (refused instanceof ServiceUnavailable) {
     request.log.warn({ err: error }, "service unavailable on a page");
     return renderUnavailablePage(reply, refused);

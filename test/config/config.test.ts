@@ -80,6 +80,16 @@ describe("timeouts", () => {
     expect(config.shutdownTimeoutMs).toBe(20_000);
   });
 
+  it("give Redis on a request's path, the queue and each readiness check a deadline by default", () => {
+    const config = loadConfig(base);
+    expect(config.redisCommandTimeoutMs).toBe(50);
+    expect(config.queueCommandTimeoutMs).toBe(500);
+    expect(config.readinessTimeoutMs).toBe(500);
+    expect(() => loadConfig({ ...base, REDIS_COMMAND_TIMEOUT_MS: "0" })).toThrow(
+      /REDIS_COMMAND_TIMEOUT_MS/,
+    );
+  });
+
   it("refuses a timeout that is not a positive number of milliseconds", () => {
     expect(() => loadConfig({ ...base, DATABASE_STATEMENT_TIMEOUT_MS: "0" })).toThrow(
       /DATABASE_STATEMENT_TIMEOUT_MS/,

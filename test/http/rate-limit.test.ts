@@ -125,6 +125,34 @@ describe("per-token rate limit", () => {
     }
   });
 
+  it("keeps the budgets of deployments with different QUEUE_PREFIX apart on one Redis", async () => {
+    const otherDeployment = await buildApp({
+      config: { ...t.config, queuePrefix: `${t.config.queuePrefix}-other` },
+      database: t.database,
+      logger: pino({ level: "silent" }),
+      redis,
+      queue: t.app.queue,
+    });
+    await otherDeployment.ready();
+    try {
+      // Token ids are unique, so only a request refused by its address could meet the other's.
+      const statuses = async (app: typeof otherDeployment) => {
+        const answers = [];
+        for (let i = 0; i < 4; i += 1) {
+          answers.push(
+            (await app.inject({ method: "GET", url: "/api/v1/me", remoteAddress: "10.9.0.1" }))
+              .statusCode,
+          );
+        }
+        return answers;
+      };
+      expect(await statuses(t.app)).toEqual([401, 401, 401, 429]);
+      expect(await statuses(otherDeployment)).toEqual([401, 401, 401, 429]);
+    } finally {
+      await otherDeployment.close();
+    }
+  });
+
   it("counts requests that arrive together one by one, with one Redis command for them all", async () => {
     const [token, other] = await Promise.all([mintToken(t.db, ws), mintToken(t.db, ws)]);
     // Each principal is cached by its token's first request: the burst's come back together.

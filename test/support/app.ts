@@ -38,6 +38,8 @@ export async function createTestApp(
     SECRET_KEY: TEST_SECRET_KEY,
     PUBLIC_URL: "http://localhost:3000",
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? "silent",
+    // As in test/faults/service-process.ts: a loaded machine's healthy Redis may take 50 ms.
+    REDIS_COMMAND_TIMEOUT_MS: "250",
     ...env,
   });
   const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });

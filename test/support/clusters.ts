@@ -147,6 +147,10 @@ export type RedisServer = {
   kill(): Promise<void>;
   /** Kills it if it runs, then starts it again, empty, on the same port. */
   restartEmpty(): Promise<void>;
+  /** SIGSTOP: connections stay open and commands are accepted, but nothing is answered. */
+  pause(): void;
+  /** SIGCONT after `pause`: it answers again, everything it was sent meanwhile first. */
+  resume(): void;
 };
 
 function isRunning(child: ChildProcess): boolean {
@@ -179,6 +183,7 @@ async function spawnRedis(port: number): Promise<ChildProcess> {
 export async function startRedisServer(port?: number): Promise<RedisServer> {
   const chosen = port ?? (await freePort());
   let child = await spawnRedis(chosen);
+  // SIGKILL ends a stopped process too, so cleanup need not resume it first.
   const killNow = () => {
     if (isRunning(child)) child.kill("SIGKILL");
   };
@@ -196,6 +201,12 @@ export async function startRedisServer(port?: number): Promise<RedisServer> {
     async restartEmpty() {
       await kill();
       child = await spawnRedis(chosen);
+    },
+    pause() {
+      child.kill("SIGSTOP");
+    },
+    resume() {
+      if (isRunning(child)) child.kill("SIGCONT");
     },
   };
 }
