@@ -55,7 +55,7 @@ beforeAll(async () => {
   ({ acme: ws } = await importOAuthWorkspaces(database.db));
   ({ id: webhookId } = await createWebhook(
     database.db,
-    { secretKey: TEST_SECRET_KEY, production: false },
+    { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
     { organizationId: ws.organization.id, url: receiver.url("/hook"), events: ["task.created"] },
   ));
   const env = {
