@@ -38,6 +38,8 @@ async function loadDeliveries(db: Db, deliveryIds: string[]) {
         url: webhooks.url,
         enabled: webhooks.enabled,
         secretCiphertext: webhooks.secretCiphertext,
+        organizationId: webhooks.organizationId,
+        circuitOpenUntil: webhooks.circuitOpenUntil,
       },
     })
     .from(webhookDeliveries)
@@ -61,6 +63,8 @@ function shouldAttempt({ delivery, event, webhook }: Loaded, trigger: DeliveryTr
   if (trigger === "manual") return true;
   // A ping is how an admin tests an endpoint before enabling it; everything else waits.
   if (!webhook.enabled && event.type !== "change.created") return false;
+  // An open (or half-open) breaker: the delivery stays due, unattempted, until the probe closes it.
+  if (webhook.circuitOpenUntil !== null && trigger !== "probe") return false;
   if (trigger === "pass") return delivery.status === "failed";
   const due =
     delivery.nextAttemptAt !== null &&
@@ -110,7 +114,7 @@ async function send(
   };
   const outcome = await postWebhook(
     { url: webhook.url, body, headers },
-    webhookNetworkOf(deps.config),
+    { ...webhookNetworkOf(deps.config), timeoutMs: deps.config.webhooks.deliveryTimeoutMs },
   );
   return { outcome, headers };
 }
@@ -130,13 +134,15 @@ function nextStateAfterFailure(
   const attempts = delivery.attempts + 1;
   const ladder = config.webhooks.quickRetrySeconds;
   const ladderDelay = ladder[attempts - 1];
-  if (trigger === "scheduled" && delivery.passes === 0 && ladderDelay !== undefined) {
+  const onSchedule = trigger === "scheduled" || trigger === "probe";
+  if (onSchedule && delivery.passes === 0 && ladderDelay !== undefined) {
     const jitter = 1 + (Math.random() * 2 - 1) * RETRY_JITTER;
     return { status: "failed", nextAttemptAt: new Date(Date.now() + ladderDelay * 1000 * jitter) };
   }
+  // A pass's attempt may run as "scheduled" (its job was skipped by the breaker or lost).
   const exhausted =
     delivery.status === "exhausted" ||
-    (trigger === "pass" && delivery.passes >= config.webhooks.retryPasses);
+    (trigger !== "manual" && delivery.passes >= config.webhooks.retryPasses);
   return { status: exhausted ? "exhausted" : "failed", nextAttemptAt: null };
 }
 
@@ -149,6 +155,20 @@ export type AttemptReport = {
   /** Attempts made so far, this one included. */
   attempts: number;
 };
+
+/**
+ * Whether a queued delivery is to be attempted now, and the webhook and organisation the
+ * dispatcher's caps count it by; null when it is not (delivered, not due, held, breaker open).
+ */
+export async function dueDelivery(
+  db: Db,
+  deliveryId: string,
+  trigger: DeliveryTrigger,
+): Promise<{ webhookId: string; organizationId: string } | null> {
+  const loaded = await loadDelivery(db, deliveryId);
+  if (loaded === undefined || !shouldAttempt(loaded, trigger)) return null;
+  return { webhookId: loaded.delivery.webhookId, organizationId: loaded.webhook.organizationId };
+}
 
 /**
  * One attempt of one delivery: the single code path of first tries, quick retries, the daily

@@ -68,3 +68,20 @@ export async function heldDeliveries(
     order by d.change_event_id`);
   return rowsOf<{ id: string; attempts: number }>(held);
 }
+
+/**
+ * The deliveries of a webhook that are due now (their attempts waited while its breaker was
+ * open), oldest event first. Those with a later retry time keep it.
+ */
+export async function dueDeliveriesOf(
+  db: Db,
+  webhookId: string,
+): Promise<{ id: string; attempts: number }[]> {
+  const due = await db.execute(sql`
+    select d.id, d.attempts
+    from webhook_deliveries d
+    where d.webhook_id = ${webhookId} and d.status in ('pending', 'failed')
+      and d.next_attempt_at <= now()
+    order by d.change_event_id`);
+  return rowsOf<{ id: string; attempts: number }>(due);
+}
