@@ -22,7 +22,8 @@ export type DispatchLimits = {
 /**
  * - `queued`: it will be attempted;
  * - `duplicate`: it is already waiting or in flight here;
- * - `left`: no room (or closing), so it stays due in Postgres for the recovery loop.
+ * - `left`: no room (or closing), so it stays due in Postgres: the dispatcher refills the
+ *   webhook's line from there once it has room, or else the recovery loop finds it.
  */
 export type SubmitResult = "queued" | "duplicate" | "left";
 
@@ -34,7 +35,14 @@ export type DeliveryDispatcher = {
   close(): Promise<void>;
 };
 
-type WebhookLine = { organizationId: string; waiting: DueDelivery[]; inFlight: number };
+type WebhookLine = {
+  organizationId: string;
+  waiting: DueDelivery[];
+  inFlight: number;
+  /** Deliveries were left in Postgres for lack of room: refill from there when there is some. */
+  overflowed: boolean;
+  refilling: boolean;
+};
 
 /**
  * Runs delivery attempts outside the queue's slots, fairly: a FIFO per webhook, at most
@@ -47,6 +55,8 @@ export function createDeliveryDispatcher(options: {
   limits: DispatchLimits;
   logger: WebhookLog;
   attempt: (delivery: DueDelivery) => Promise<void>;
+  /** A webhook's due deliveries in Postgres, oldest event first, at most `limit`. */
+  refill: (webhookId: string, organizationId: string, limit: number) => Promise<DueDelivery[]>;
 }): DeliveryDispatcher {
   const { limits, logger, attempt } = options;
   // Insertion order is the round-robin order; a webhook is removed when it has nothing left.
@@ -86,7 +96,12 @@ export function createDeliveryDispatcher(options: {
         const left = (inFlightByOrganization.get(organizationId) ?? 1) - 1;
         if (left === 0) inFlightByOrganization.delete(organizationId);
         else inFlightByOrganization.set(organizationId, left);
-        if (line.inFlight === 0 && line.waiting.length === 0) lines.delete(webhookId);
+        if (line.overflowed && line.waiting.length <= limits.maxPendingPerWebhook / 2) {
+          refill(webhookId, line);
+        }
+        if (line.inFlight === 0 && line.waiting.length === 0 && !line.refilling) {
+          lines.delete(webhookId);
+        }
         pump();
       });
     running.add(run);
@@ -94,6 +109,59 @@ export function createDeliveryDispatcher(options: {
     lines.delete(webhookId);
     lines.set(webhookId, line);
   };
+
+  // The oldest due rows include those already here (waiting or in flight): ask for enough more.
+  const refill = (webhookId: string, line: WebhookLine) => {
+    if (line.refilling || closed) return;
+    line.refilling = true;
+    line.overflowed = false;
+    const limit = limits.maxPendingPerWebhook + limits.maxInFlightPerWebhook;
+    void options
+      .refill(webhookId, line.organizationId, limit)
+      .then((due) => {
+        for (const delivery of due) submit(delivery);
+      })
+      .catch((err: unknown) => {
+        line.overflowed = true;
+        logger.error({ err, webhookId }, "webhook line refill failed; left for recovery");
+      })
+      .finally(() => {
+        line.refilling = false;
+        if (line.inFlight === 0 && line.waiting.length === 0 && lines.get(webhookId) === line) {
+          lines.delete(webhookId);
+        }
+      });
+  };
+
+  function submit(delivery: DueDelivery): SubmitResult {
+    if (known.has(delivery.deliveryId)) return "duplicate";
+    if (closed) return "left";
+    const line = lines.get(delivery.webhookId) ?? {
+      organizationId: delivery.organizationId,
+      waiting: [],
+      inFlight: 0,
+      overflowed: false,
+      refilling: false,
+    };
+    if (pending >= limits.maxPending || line.waiting.length >= limits.maxPendingPerWebhook) {
+      // A line with nothing here is not kept for a refill: the recovery loop finds the rest.
+      if (line.waiting.length === 0) return "left";
+      if (!line.overflowed) {
+        logger.warn(
+          { webhookId: delivery.webhookId },
+          "webhook line full; the rest waits in Postgres",
+        );
+      }
+      line.overflowed = true;
+      return "left";
+    }
+    lines.set(delivery.webhookId, line);
+    known.add(delivery.deliveryId);
+    pending++;
+    line.waiting.push(delivery);
+    pump();
+    return "queued";
+  }
 
   function pump() {
     while (!closed && inFlight < limits.concurrency) {
@@ -110,26 +178,7 @@ export function createDeliveryDispatcher(options: {
   }
 
   return {
-    submit(delivery) {
-      if (known.has(delivery.deliveryId)) return "duplicate";
-      const line = lines.get(delivery.webhookId);
-      const full =
-        pending >= limits.maxPending || (line?.waiting.length ?? 0) >= limits.maxPendingPerWebhook;
-      if (closed || full) return "left";
-      known.add(delivery.deliveryId);
-      pending++;
-      if (line === undefined) {
-        lines.set(delivery.webhookId, {
-          organizationId: delivery.organizationId,
-          waiting: [delivery],
-          inFlight: 0,
-        });
-      } else {
-        line.waiting.push(delivery);
-      }
-      pump();
-      return "queued";
-    },
+    submit,
 
     evict(webhookId) {
       const line = lines.get(webhookId);
@@ -137,7 +186,8 @@ export function createDeliveryDispatcher(options: {
       for (const delivery of line.waiting) known.delete(delivery.deliveryId);
       pending -= line.waiting.length;
       line.waiting = [];
-      if (line.inFlight === 0) lines.delete(webhookId);
+      line.overflowed = false;
+      if (line.inFlight === 0 && !line.refilling) lines.delete(webhookId);
     },
 
     async close() {

@@ -139,19 +139,20 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
         await breakers.record(webhookId, report.outcome.ok);
       }
     },
+    refill: async (webhookId, organizationId, limit) =>
+      (await dueDeliveriesOf(runtime.db, webhookId, limit)).map(({ id }) => ({
+        deliveryId: id,
+        trigger: "scheduled" as const,
+        webhookId,
+        organizationId,
+      })),
   });
   return {
     handlers: {
       deliverWebhook: async ({ deliveryId, trigger }) => {
         const target = await dueDelivery(runtime.db, deliveryId, trigger);
         if (target === null) return;
-        const result = dispatcher.submit({ deliveryId, trigger, ...target });
-        if (result === "left") {
-          logger.warn(
-            { deliveryId, webhookId: target.webhookId },
-            "webhook delivery left for recovery: the dispatcher is full",
-          );
-        }
+        dispatcher.submit({ deliveryId, trigger, ...target });
       },
       runRetryPass: async () => {
         await queueRetryPass(runtime);

@@ -70,18 +70,22 @@ export async function heldDeliveries(
 }
 
 /**
- * The deliveries of a webhook that are due now (their attempts waited while its breaker was
- * open), oldest event first. Those with a later retry time keep it.
+ * The deliveries of an enabled webhook with a closed breaker that are due now, oldest event
+ * first: those that waited while its breaker was open, or found no room in the dispatcher.
+ * Those with a later retry time keep it.
  */
 export async function dueDeliveriesOf(
   db: Db,
   webhookId: string,
+  limit = 10_000,
 ): Promise<{ id: string; attempts: number }[]> {
   const due = await db.execute(sql`
     select d.id, d.attempts
     from webhook_deliveries d
+    join webhooks w on w.id = d.webhook_id and w.enabled and w.circuit_open_until is null
     where d.webhook_id = ${webhookId} and d.status in ('pending', 'failed')
       and d.next_attempt_at <= now()
-    order by d.change_event_id`);
+    order by d.change_event_id
+    limit ${limit}`);
   return rowsOf<{ id: string; attempts: number }>(due);
 }

@@ -46,6 +46,8 @@ async function setup(slug: string, hookPath: string): Promise<Setup> {
     WEBHOOK_RELAY_INTERVAL_MS: "100",
     WEBHOOK_QUICK_RETRIES: "",
     WORKER_LOCK_SECONDS: "11",
+    // A killed worker's deliveries waited in its memory; the next worker's recovery finds them.
+    WEBHOOK_RECOVERY_INTERVAL_MS: "2000",
     RATE_LIMIT_MAX: "100000",
   };
   const queue = createBullmqQueue<WorkspaceJobs>({
