@@ -75,15 +75,21 @@ export function createCircuitBreakers(options: {
     probeLater(cooldownSeconds * 1000);
   };
 
-  const reopen = async ({ id, cooldown_seconds, failures }: Claimed) => {
-    const cooldown = Math.min(maxCooldownSeconds, cooldown_seconds * 2);
+  /** Opens it again: for twice the cooldown after a failed probe, the same when none was made. */
+  const reopen = async ({ id, cooldown_seconds, failures }: Claimed, probeFailed: boolean) => {
+    const cooldown = probeFailed
+      ? Math.min(maxCooldownSeconds, cooldown_seconds * 2)
+      : cooldown_seconds;
+    const failuresNow = probeFailed ? failures + 1 : failures;
     await db.execute(sql`
       update webhooks set
         circuit_open_until = now() + make_interval(secs => ${cooldown}),
         circuit_cooldown_seconds = ${cooldown},
-        circuit_failures = ${failures + 1}
+        circuit_failures = ${failuresNow}
       where id = ${id}`);
-    logger.warn({ webhookId: id, cooldownSeconds: cooldown }, "webhook breaker probe failed");
+    if (probeFailed) {
+      logger.warn({ webhookId: id, cooldownSeconds: cooldown }, "webhook breaker probe failed");
+    }
     probeLater(cooldown * 1000);
   };
 
@@ -107,9 +113,10 @@ export function createCircuitBreakers(options: {
         limit 1`),
     );
     const outcome = oldest === undefined ? null : await options.probe(oldest.id);
-    // Nothing to probe with (or it was not attempted): the next delivery tests the receiver.
-    if (outcome === null || outcome.ok) await closeBreaker(claimed.id);
-    else await reopen(claimed);
+    // Only a real attempt tells: with nothing to send (or a disabled webhook) it waits a round.
+    if (outcome === null) await reopen(claimed, false);
+    else if (outcome.ok) await closeBreaker(claimed.id);
+    else await reopen(claimed, true);
   };
 
   async function probeDue() {

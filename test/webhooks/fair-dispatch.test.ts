@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createWebhook } from "../../src/webhooks/service.js";
+import { api } from "../support/api.js";
+import { eventually } from "../support/eventually.js";
+import { importFixture, mintToken, project, workspaceDocument } from "../support/fixtures.js";
+import { type Pipeline, startPipeline } from "../support/pipeline.js";
+import { Receiver } from "../support/receiver.js";
+
+const TIMEOUT_MS = 6000;
+const MAX_IN_FLIGHT = 3;
+const PENDING_PER_WEBHOOK = 4;
+
+let p: Pipeline;
+let receiver: Receiver;
+
+// Few slots, so that before the fix a receiver that never answers fills them all at once.
+beforeAll(async () => {
+  p = await startPipeline({
+    WORKER_CONCURRENCY: "10",
+    WEBHOOK_MAX_IN_FLIGHT: String(MAX_IN_FLIGHT),
+    WEBHOOK_MAX_PENDING_PER_WEBHOOK: String(PENDING_PER_WEBHOOK),
+    WEBHOOK_DELIVERY_TIMEOUT_MS: String(TIMEOUT_MS),
+  });
+  receiver = await new Receiver().start();
+});
+afterAll(async () => {
+  await receiver.stop();
+  await p.close();
+});
+
+/** An organisation with a webhook on each path, and a task writer that notes each commit. */
+async function organizationWithWebhooks(slug: string, paths: string[]) {
+  const ws = await importFixture(p.db, workspaceDocument(slug, { projects: [project("rover")] }));
+  for (const path of paths) {
+    await createWebhook(
+      p.db,
+      { secretKey: p.config.secretKey, production: false },
+      { organizationId: ws.organization.id, url: receiver.url(path), events: ["task.created"] },
+    );
+  }
+  const token = await mintToken(p.db, ws);
+  const committedAt = new Map<string, number>();
+  const createTask = async (title: string) => {
+    const res = await api(p.app, "POST", "/api/v1/projects/rover/tasks", {
+      token,
+      body: { title },
+    });
+    if (res.status !== 200) throw new Error(`task create: ${res.status}`);
+    const id = res.body.data.id as string;
+    committedAt.set(id, Date.now());
+    return id;
+  };
+  return { createTask, committedAt };
+}
+
+const targetsAt = (path: string) =>
+  receiver.on(path).map((request) => JSON.parse(request.rawBody.toString()).target_id as string);
+
+/** The most requests a path had open at once, each open from its arrival for `heldMs`. */
+function mostAtOnce(path: string, heldMs: number): number {
+  const starts = receiver.on(path).map((request) => request.receivedAt);
+  return Math.max(
+    0,
+    ...starts.map((start) => starts.filter((s) => s <= start && start < s + heldMs).length),
+  );
+}
+
+describe("the delivery dispatcher", () => {
+  it("keeps healthy webhooks prompt beside a receiver that never answers", async () => {
+    receiver.respond("/silent", { delayMs: 600_000 });
+    const healthy = ["/healthy-0", "/healthy-1", "/healthy-2"];
+    const { createTask, committedAt } = await organizationWithWebhooks("fair", [
+      "/silent",
+      ...healthy,
+    ]);
+    const taskIds: string[] = [];
+    for (let i = 0; i < 30; i++) taskIds.push(await createTask(`Write ${i}`));
+
+    await eventually(() => healthy.every((path) => targetsAt(path).length >= taskIds.length));
+    for (const path of healthy) {
+      expect(new Set(targetsAt(path))).toEqual(new Set(taskIds));
+      const latencies = receiver
+        .on(path)
+        .map((request) => {
+          const target = JSON.parse(request.rawBody.toString()).target_id as string;
+          return request.receivedAt - (committedAt.get(target) ?? 0);
+        })
+        .sort((a, b) => a - b);
+      // Well under the silent receiver's timeout: nobody waited behind it.
+      expect(latencies.at(-1)).toBeLessThan(TIMEOUT_MS / 2);
+    }
+    // The silent one holds no more than its share of the slots (each until our timeout).
+    expect(mostAtOnce("/silent", TIMEOUT_MS - 500)).toBeLessThanOrEqual(MAX_IN_FLIGHT);
+  }, 60_000);
+
+  it("never sends a slow receiver more than its cap at once, and sends it everything", async () => {
+    const heldMs = 300;
+    receiver.respond("/slow", { status: 200, delayMs: heldMs });
+    const { createTask } = await organizationWithWebhooks("capped", ["/slow"]);
+    const taskIds: string[] = [];
+    // More than fit in its line: the rest waits in Postgres and is refilled from there.
+    const writes = MAX_IN_FLIGHT + PENDING_PER_WEBHOOK * 3;
+    for (let i = 0; i < writes; i++) taskIds.push(await createTask(`Slow ${i}`));
+
+    await eventually(() => targetsAt("/slow").length >= taskIds.length);
+    expect(targetsAt("/slow").sort()).toEqual([...taskIds].sort());
+    expect(mostAtOnce("/slow", heldMs)).toBeLessThanOrEqual(MAX_IN_FLIGHT);
+  }, 60_000);
+});
