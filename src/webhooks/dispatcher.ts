@@ -120,15 +120,19 @@ export function createDeliveryDispatcher(options: {
       .refill(webhookId, line.organizationId, limit)
       .then((due) => {
         for (const delivery of due) submit(delivery);
+        // A full answer may have more behind it.
+        if (due.length >= limit) line.overflowed = true;
       })
-      .catch((err: unknown) => {
-        line.overflowed = true;
-        logger.error({ err, webhookId }, "webhook line refill failed; left for recovery");
-      })
+      .catch((err: unknown) =>
+        logger.error({ err, webhookId }, "webhook line refill failed; left for recovery"),
+      )
       .finally(() => {
         line.refilling = false;
-        if (line.inFlight === 0 && line.waiting.length === 0 && lines.get(webhookId) === line) {
-          lines.delete(webhookId);
+        // Some were left while this ran and no attempt may finish to ask again: ask now.
+        if (line.overflowed && line.waiting.length <= limits.maxPendingPerWebhook / 2) {
+          refill(webhookId, line);
+        } else if (line.inFlight === 0 && line.waiting.length === 0) {
+          if (lines.get(webhookId) === line) lines.delete(webhookId);
         }
       });
   };
