@@ -1,6 +1,7 @@
 import { asc, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { changeEvents, webhookDeliveries, webhooks } from "../../src/db/schema/index.js";
+import { listWebhooks } from "../../src/webhooks/service.js";
 import { eventually } from "../support/eventually.js";
 import { type Pipeline, startPipeline, workspaceWithWebhook } from "../support/pipeline.js";
 import { Receiver } from "../support/receiver.js";
@@ -48,7 +49,7 @@ describe("the circuit breaker", () => {
   it("pauses a failing webhook, probes it after the cooldown, and then sends what waited, in order", async () => {
     const path = "/breaker";
     receiver.respond(path, { status: 500 });
-    const { webhook, createTask } = await workspaceWithWebhook(p, receiver, "breaker", path);
+    const { ws, webhook, createTask } = await workspaceWithWebhook(p, receiver, "breaker", path);
     for (let i = 0; i < 10; i++) await createTask(`Failing ${i}`);
     const opened = await eventually(async () => {
       const row = await webhookRow(webhook.id);
@@ -56,6 +57,11 @@ describe("the circuit breaker", () => {
     });
     expect(opened).toMatchObject({ circuitCooldownSeconds: COOLDOWN_SECONDS, circuitFailures: 10 });
     expect(receiver.on(path)).toHaveLength(10);
+    // What the admin page shows as "Paused until … after 10 failures".
+    expect((await listWebhooks(p.db, ws.organization.id))[0]).toMatchObject({
+      pausedUntil: opened.circuitOpenUntil?.toISOString(),
+      pausedAfterFailures: 10,
+    });
 
     // While it is open: nothing is sent, nothing is counted as an attempt.
     const waiting: string[] = [];
