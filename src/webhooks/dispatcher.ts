@@ -25,7 +25,7 @@ export type DispatchLimits = {
  * - `left`: no room (or closing), so it stays due in Postgres: the dispatcher refills the
  *   webhook's line from there once it has room, or else the recovery loop finds it.
  */
-export type SubmitResult = "queued" | "duplicate" | "left";
+type SubmitResult = "queued" | "duplicate" | "left";
 
 export type DeliveryDispatcher = {
   submit(delivery: DueDelivery): SubmitResult;
