@@ -128,8 +128,9 @@ export function createDeliveryDispatcher(options: {
       )
       .finally(() => {
         line.refilling = false;
-        // Some were left while this ran and no attempt may finish to ask again: ask now.
-        if (line.overflowed && line.waiting.length <= limits.maxPendingPerWebhook / 2) {
+        // Some were left while this ran and no attempt of this webhook will finish to ask again.
+        const stalled = line.inFlight === 0 && pending < limits.maxPending;
+        if (stalled && line.overflowed && line.waiting.length <= limits.maxPendingPerWebhook / 2) {
           refill(webhookId, line);
         } else if (line.inFlight === 0 && line.waiting.length === 0) {
           if (lines.get(webhookId) === line) lines.delete(webhookId);
