@@ -38,7 +38,6 @@ async function loadDeliveries(db: Db, deliveryIds: string[]) {
         url: webhooks.url,
         enabled: webhooks.enabled,
         secretCiphertext: webhooks.secretCiphertext,
-        organizationId: webhooks.organizationId,
         circuitOpenUntil: webhooks.circuitOpenUntil,
       },
     })
@@ -59,7 +58,14 @@ function loadDelivery(db: Db, deliveryId: string) {
   )(deliveryId);
 }
 
-function shouldAttempt({ delivery, event, webhook }: Loaded, trigger: DeliveryTrigger): boolean {
+/** What deciding whether to attempt needs: the delivery's state, its event type, its webhook's. */
+type AttemptState = {
+  delivery: Pick<Loaded["delivery"], "status" | "nextAttemptAt">;
+  event: Pick<Loaded["event"], "type">;
+  webhook: Pick<Loaded["webhook"], "enabled" | "circuitOpenUntil">;
+};
+
+function shouldAttempt({ delivery, event, webhook }: AttemptState, trigger: DeliveryTrigger) {
   if (trigger === "manual") return true;
   // A ping is how an admin tests an endpoint before enabling it; everything else waits.
   if (!webhook.enabled && event.type !== "change.created") return false;
@@ -70,6 +76,31 @@ function shouldAttempt({ delivery, event, webhook }: Loaded, trigger: DeliveryTr
     delivery.nextAttemptAt !== null &&
     delivery.nextAttemptAt.getTime() <= Date.now() + DUE_SLACK_MS;
   return (delivery.status === "pending" || delivery.status === "failed") && due;
+}
+
+/** The state `shouldAttempt` reads, without the event's body: the dispatcher's admission. */
+async function loadAttemptStates(db: Db, deliveryIds: string[]) {
+  const rows = await db
+    .select({
+      id: webhookDeliveries.id,
+      webhookId: webhookDeliveries.webhookId,
+      delivery: {
+        status: webhookDeliveries.status,
+        nextAttemptAt: webhookDeliveries.nextAttemptAt,
+      },
+      event: { type: changeEvents.type },
+      webhook: {
+        enabled: webhooks.enabled,
+        circuitOpenUntil: webhooks.circuitOpenUntil,
+        organizationId: webhooks.organizationId,
+      },
+    })
+    .from(webhookDeliveries)
+    .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
+    .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
+    .where(inArray(webhookDeliveries.id, deliveryIds));
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return deliveryIds.map((id) => byId.get(id));
 }
 
 const SECRET_CACHE_MS = 5 * 60_000;
@@ -165,9 +196,14 @@ export async function dueDelivery(
   deliveryId: string,
   trigger: DeliveryTrigger,
 ): Promise<{ webhookId: string; organizationId: string } | null> {
-  const loaded = await loadDelivery(db, deliveryId);
-  if (loaded === undefined || !shouldAttempt(loaded, trigger)) return null;
-  return { webhookId: loaded.delivery.webhookId, organizationId: loaded.webhook.organizationId };
+  const state = await groupFor(db, "admit", () =>
+    grouped(
+      (ids: string[]) => loadAttemptStates(db, ids),
+      (id) => id,
+    ),
+  )(deliveryId);
+  if (state === undefined || !shouldAttempt(state, trigger)) return null;
+  return { webhookId: state.webhookId, organizationId: state.webhook.organizationId };
 }
 
 /**
