@@ -2,8 +2,9 @@
  * The webhook pipeline as a receiver feels it: the service started with `npm start` on real
  * PostgreSQL and Redis, 10 webhooks on a local receiver, tasks created through the API. It
  * reports commit → arrival (the write's response to the receiver's arrival) at a steady rate,
- * deliveries/s in a burst, the daily pass re-sending 10,000 failed deliveries, the same latency
- * in the embedded mode, and in every phase the deliveries lost and those sent twice.
+ * the same for the 9 healthy webhooks when the 10th never answers (issue 23), deliveries/s in a
+ * burst, the daily pass re-sending 10,000 failed deliveries, the same latency in the embedded
+ * mode, and in every phase the deliveries lost and those sent twice.
  *
  * The service runs with NODE_ENV unset: production refuses loopback receivers (SSRF rules), and
  * nothing else on the delivery path depends on NODE_ENV.
@@ -34,12 +35,16 @@ const FAILED_DELIVERIES = 10_000;
 const EMBEDDED_RATE = 20;
 const EMBEDDED_SECONDS = 5;
 const ARRIVAL_DEADLINE_MS = 120_000;
+// Issue 23's measure: healthy deliveries still missing this long after the last write.
+const SILENT_CASE_DEADLINE_MS = Number(process.env.BENCH_SILENT_DEADLINE_MS ?? 60_000);
 
 type Counts = { expected: number; lost: number; sentTwice: number };
 type Latency = Counts & { p50: number; p95: number; p99: number };
 export type PipelineResults = {
   workerConcurrency: string;
   steady: Latency;
+  /** The 9 healthy webhooks' deliveries while the 10th never answers. */
+  oneSilent: Latency;
   burst: Counts & { deliveriesPerSecond: number };
   retryPass: Counts & { seconds: number };
   embedded: Latency;
@@ -47,13 +52,14 @@ export type PipelineResults = {
 
 type Arrival = { deliveryId: string; targetId: string; hook: string; at: number };
 
-/** A real HTTP receiver: answers 200 at once and notes each arrival. */
+/** A real HTTP receiver: answers 200 at once and notes each arrival; never answers on /silent. */
 class Receiver {
   readonly arrivals: Arrival[] = [];
   private readonly server: Server;
 
   constructor() {
     this.server = createServer((request, response) => {
+      if (request.url?.startsWith("/silent")) return;
       const chunks: Buffer[] = [];
       request.on("data", (chunk: Buffer) => chunks.push(chunk));
       request.on("end", () => {
@@ -92,8 +98,13 @@ function percentile(sorted: number[], fraction: number): number {
 }
 
 /** Waits until `count` distinct deliveries arrived after `from`, or the deadline passes. */
-async function awaitArrivals(receiver: Receiver, from: number, count: number): Promise<void> {
-  const deadline = Date.now() + ARRIVAL_DEADLINE_MS;
+async function awaitArrivals(
+  receiver: Receiver,
+  from: number,
+  count: number,
+  deadlineMs = ARRIVAL_DEADLINE_MS,
+): Promise<void> {
+  const deadline = Date.now() + deadlineMs;
   while (Date.now() < deadline) {
     const distinct = new Set(receiver.since(from).map((arrival) => arrival.deliveryId));
     if (distinct.size >= count) break;
@@ -131,12 +142,17 @@ async function createTask(api: Api, title: string): Promise<{ id: string; at: nu
   return { id: body.data.id, at };
 }
 
-/** Writes at a steady rate, then measures commit → arrival for every delivery of every write. */
+/**
+ * Writes at a steady rate, then measures commit → arrival for every delivery of every write to
+ * the first `hooks` webhooks (the others may be silent), waiting for them up to `deadlineMs`.
+ */
 async function steadyLatency(
   api: Api,
   receiver: Receiver,
   rate: number,
   seconds: number,
+  hooks = WEBHOOKS,
+  deadlineMs = ARRIVAL_DEADLINE_MS,
 ): Promise<Latency> {
   const from = receiver.arrivals.length;
   const writes: Promise<{ id: string; at: number }>[] = [];
@@ -148,12 +164,12 @@ async function steadyLatency(
     writes.push(createTask(api, `Steady ${i}`));
   }
   const written = await Promise.all(writes);
-  await awaitArrivals(receiver, from, written.length * WEBHOOKS);
+  await awaitArrivals(receiver, from, written.length * hooks, deadlineMs);
   const committedAt = new Map(written.map((write) => [write.id, write.at]));
   const arrivals = receiver.since(from);
   const expected = new Set(
     written.flatMap((write) =>
-      Array.from({ length: WEBHOOKS }, (_, hook) => `${write.id}/hook/${hook}`),
+      Array.from({ length: hooks }, (_, hook) => `${write.id}/hook/${hook}`),
     ),
   );
   const firstArrivals = new Map<string, number>();
@@ -242,8 +258,15 @@ async function retryPass(
   }
 }
 
-async function createWebhooks(env: NodeJS.ProcessEnv, organization: string, receiverPort: number) {
+/** WEBHOOKS webhooks on the receiver, the last `silent` of them on a path that never answers. */
+async function createWebhooks(
+  env: NodeJS.ProcessEnv,
+  organization: string,
+  receiverPort: number,
+  silent = 0,
+) {
   for (let hook = 0; hook < WEBHOOKS; hook++) {
+    const hookPath = hook < WEBHOOKS - silent ? `/hook/${hook}` : `/silent/${hook}`;
     await svc(
       [
         "webhook",
@@ -251,7 +274,7 @@ async function createWebhooks(env: NodeJS.ProcessEnv, organization: string, rece
         "--org",
         organization,
         "--url",
-        `http://127.0.0.1:${receiverPort}/hook/${hook}`,
+        `http://127.0.0.1:${receiverPort}${hookPath}`,
         "--events",
         "task.created",
         "--json",
@@ -279,6 +302,7 @@ async function withPostgresService<T>(
   settings: { databaseUrl: string; redisUrl: string },
   receiverPort: number,
   measure: (api: Api, database: string, prefix: string) => Promise<T>,
+  silentWebhooks = 0,
 ): Promise<T> {
   const database = await createDatabase(settings.databaseUrl);
   const port = await freePort();
@@ -297,7 +321,7 @@ async function withPostgresService<T>(
       token: string;
       organizationSlug: string;
     };
-    await createWebhooks(env, seeded.organizationSlug, receiverPort);
+    await createWebhooks(env, seeded.organizationSlug, receiverPort, silentWebhooks);
     service = startProcess("npm", ["start"], {
       ...env,
       // For profiling the service under this load, e.g. SERVICE_NODE_OPTIONS="--require prof.cjs".
@@ -362,11 +386,32 @@ export async function measurePipeline(
         return { steady, burst: burstResult, retryPass: pass };
       },
     );
+    log(`pipeline: ${STEADY_RATE} writes/s with 1 of ${WEBHOOKS} webhooks never answering`);
+    const oneSilent = await withPostgresService(
+      settings,
+      receiverPort,
+      async (api) => {
+        await steadyLatency(api, receiver, STEADY_RATE, 1, WEBHOOKS - 1, SILENT_CASE_DEADLINE_MS);
+        return steadyLatency(
+          api,
+          receiver,
+          STEADY_RATE,
+          STEADY_SECONDS,
+          WEBHOOKS - 1,
+          SILENT_CASE_DEADLINE_MS,
+        );
+      },
+      1,
+    );
+    log(
+      `pipeline: the healthy ${WEBHOOKS - 1}: p50 ${oneSilent.p50.toFixed(1)} ms, p99 ${oneSilent.p99.toFixed(1)} ms, ${oneSilent.lost} missing`,
+    );
     log("pipeline: embedded mode latency");
     const embedded = await embeddedLatency(receiver, receiverPort);
     return {
       workerConcurrency: process.env.WORKER_CONCURRENCY ?? "default",
       ...production,
+      oneSilent,
       embedded,
     };
   } finally {

@@ -143,6 +143,16 @@ async function pipelinePart(): Promise<PipelineResults> {
   };
   latency(`pipeline, ${STEADY_LABEL}`, pipeline.steady);
   nothingLost(`pipeline, ${STEADY_LABEL}`, pipeline.steady);
+  // Issue 23: one receiver that never answers leaves the others' latency alone.
+  const silent = "pipeline, 1 of 10 webhooks never answers, the healthy 9";
+  check(`${silent}: p50`, `${fixed(pipeline.oneSilent.p50, 1)} ms`, "—", true);
+  check(
+    `${silent}: p99`,
+    `${fixed(pipeline.oneSilent.p99, 1)} ms`,
+    `<= 2 × all healthy (${fixed(pipeline.steady.p99 * 2, 1)} ms)`,
+    pipeline.oneSilent.p99 <= pipeline.steady.p99 * 2,
+  );
+  nothingLost(silent, pipeline.oneSilent);
   check(
     "pipeline, burst of 300 writes × 10 webhooks: deliveries/s",
     fixed(pipeline.burst.deliveriesPerSecond),

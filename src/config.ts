@@ -57,6 +57,15 @@ const envSchema = z.object({
   WEBHOOK_AUTO_DISABLE_DAYS: positiveInt.default(5),
   WEBHOOK_RELAY_INTERVAL_MS: positiveInt.default(1000),
   WEBHOOK_MAX_PER_ORGANIZATION: positiveInt.default(20),
+  WEBHOOK_RECOVERY_INTERVAL_MS: positiveInt.default(60_000),
+  WEBHOOK_DELIVERY_TIMEOUT_MS: positiveInt.default(10_000),
+  WEBHOOK_MAX_IN_FLIGHT: positiveInt.default(10),
+  WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION: positiveInt.default(40),
+  WEBHOOK_MAX_PENDING: positiveInt.default(10_000),
+  WEBHOOK_MAX_PENDING_PER_WEBHOOK: positiveInt.default(1000),
+  WEBHOOK_BREAKER_WINDOW_SECONDS: positiveInt.default(60),
+  WEBHOOK_BREAKER_COOLDOWN_SECONDS: positiveInt.default(30),
+  WEBHOOK_BREAKER_MAX_COOLDOWN_SECONDS: positiveInt.default(3600),
   WEBHOOK_ALLOWED_PRIVATE_RANGES: z
     .string()
     .default("")
@@ -214,6 +223,19 @@ export type Config = {
     relayIntervalMs: number;
     /** Webhooks one organisation may register: each change fans out to every one of them. */
     maxPerOrganization: number;
+    /** How often the recovery loop runs, and how late a due delivery must be for it to act. */
+    recoveryIntervalMs: number;
+    /** Bound on one attempt's whole exchange (spec: a 2xx within 10 s). */
+    deliveryTimeoutMs: number;
+    /** The dispatcher's fairness caps and memory bounds; see dispatcher.ts. */
+    dispatch: {
+      maxInFlightPerWebhook: number;
+      maxInFlightPerOrganization: number;
+      maxPending: number;
+      maxPendingPerWebhook: number;
+    };
+    /** The circuit breaker per webhook; see circuit-breaker.ts. */
+    breaker: { windowSeconds: number; cooldownSeconds: number; maxCooldownSeconds: number };
     /** Private networks deliveries may reach on purpose, besides public addresses. */
     allowedPrivateRanges: string[];
   };
@@ -326,6 +348,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       autoDisableDays: e.WEBHOOK_AUTO_DISABLE_DAYS,
       relayIntervalMs: e.WEBHOOK_RELAY_INTERVAL_MS,
       maxPerOrganization: e.WEBHOOK_MAX_PER_ORGANIZATION,
+      recoveryIntervalMs: e.WEBHOOK_RECOVERY_INTERVAL_MS,
+      deliveryTimeoutMs: e.WEBHOOK_DELIVERY_TIMEOUT_MS,
+      dispatch: {
+        maxInFlightPerWebhook: e.WEBHOOK_MAX_IN_FLIGHT,
+        maxInFlightPerOrganization: e.WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION,
+        maxPending: e.WEBHOOK_MAX_PENDING,
+        maxPendingPerWebhook: e.WEBHOOK_MAX_PENDING_PER_WEBHOOK,
+      },
+      breaker: {
+        windowSeconds: e.WEBHOOK_BREAKER_WINDOW_SECONDS,
+        cooldownSeconds: e.WEBHOOK_BREAKER_COOLDOWN_SECONDS,
+        maxCooldownSeconds: e.WEBHOOK_BREAKER_MAX_COOLDOWN_SECONDS,
+      },
       allowedPrivateRanges: e.WEBHOOK_ALLOWED_PRIVATE_RANGES,
     },
   };

@@ -1,5 +1,5 @@
 import type { Runtime } from "./runtime.js";
-import { webhookJobHandlers } from "./webhooks/jobs.js";
+import { createDeliveryWorker } from "./webhooks/jobs.js";
 import { startWebhookLoops } from "./webhooks/relay-and-recovery-loops.js";
 
 /**
@@ -15,11 +15,15 @@ export async function startWorker(
     logger: runtime.logger,
     queue: runtime.queue,
   };
-  await runtime.queue.startWorker(webhookJobHandlers(webhookRuntime), {
+  const deliveries = createDeliveryWorker(webhookRuntime);
+  await runtime.queue.startWorker(deliveries.handlers, {
     concurrency: runtime.config.workerConcurrency,
   });
   await runtime.queue.schedule("runRetryPass", runtime.config.webhooks.retryCron, {});
-  const stopLoops = await startWebhookLoops(webhookRuntime, runtime.database);
+  const stopLoops = await startWebhookLoops(webhookRuntime, runtime.database, deliveries);
   runtime.logger.info("worker started");
-  return stopLoops;
+  return async () => {
+    await stopLoops();
+    await deliveries.close();
+  };
 }

@@ -1,8 +1,8 @@
 /**
  * Why a delivery attempt runs: its scheduled time came (first try, quick retry, or recovery of a
- * lost job), the daily pass claimed it, or an admin asked for it.
+ * lost job), the daily pass claimed it, an admin asked for it, or it probes an open breaker.
  */
-export type DeliveryTrigger = "scheduled" | "pass" | "manual";
+export type DeliveryTrigger = "scheduled" | "pass" | "manual" | "probe";
 
 /** Every job the worker runs, by name; payloads carry ids only, never bodies or secrets. */
 export type WorkspaceJobs = {

@@ -38,6 +38,7 @@ async function loadDeliveries(db: Db, deliveryIds: string[]) {
         url: webhooks.url,
         enabled: webhooks.enabled,
         secretCiphertext: webhooks.secretCiphertext,
+        circuitOpenUntil: webhooks.circuitOpenUntil,
       },
     })
     .from(webhookDeliveries)
@@ -57,15 +58,49 @@ function loadDelivery(db: Db, deliveryId: string) {
   )(deliveryId);
 }
 
-function shouldAttempt({ delivery, event, webhook }: Loaded, trigger: DeliveryTrigger): boolean {
+/** What deciding whether to attempt needs: the delivery's state, its event type, its webhook's. */
+type AttemptState = {
+  delivery: Pick<Loaded["delivery"], "status" | "nextAttemptAt">;
+  event: Pick<Loaded["event"], "type">;
+  webhook: Pick<Loaded["webhook"], "enabled" | "circuitOpenUntil">;
+};
+
+function shouldAttempt({ delivery, event, webhook }: AttemptState, trigger: DeliveryTrigger) {
   if (trigger === "manual") return true;
   // A ping is how an admin tests an endpoint before enabling it; everything else waits.
   if (!webhook.enabled && event.type !== "change.created") return false;
+  // An open (or half-open) breaker: the delivery stays due, unattempted, until the probe closes it.
+  if (webhook.circuitOpenUntil !== null && trigger !== "probe") return false;
   if (trigger === "pass") return delivery.status === "failed";
   const due =
     delivery.nextAttemptAt !== null &&
     delivery.nextAttemptAt.getTime() <= Date.now() + DUE_SLACK_MS;
   return (delivery.status === "pending" || delivery.status === "failed") && due;
+}
+
+/** The state `shouldAttempt` reads, without the event's body: the dispatcher's admission. */
+async function loadAttemptStates(db: Db, deliveryIds: string[]) {
+  const rows = await db
+    .select({
+      id: webhookDeliveries.id,
+      webhookId: webhookDeliveries.webhookId,
+      delivery: {
+        status: webhookDeliveries.status,
+        nextAttemptAt: webhookDeliveries.nextAttemptAt,
+      },
+      event: { type: changeEvents.type },
+      webhook: {
+        enabled: webhooks.enabled,
+        circuitOpenUntil: webhooks.circuitOpenUntil,
+        organizationId: webhooks.organizationId,
+      },
+    })
+    .from(webhookDeliveries)
+    .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
+    .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
+    .where(inArray(webhookDeliveries.id, deliveryIds));
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return deliveryIds.map((id) => byId.get(id));
 }
 
 const SECRET_CACHE_MS = 5 * 60_000;
@@ -110,7 +145,7 @@ async function send(
   };
   const outcome = await postWebhook(
     { url: webhook.url, body, headers },
-    webhookNetworkOf(deps.config),
+    { ...webhookNetworkOf(deps.config), timeoutMs: deps.config.webhooks.deliveryTimeoutMs },
   );
   return { outcome, headers };
 }
@@ -130,13 +165,15 @@ function nextStateAfterFailure(
   const attempts = delivery.attempts + 1;
   const ladder = config.webhooks.quickRetrySeconds;
   const ladderDelay = ladder[attempts - 1];
-  if (trigger === "scheduled" && delivery.passes === 0 && ladderDelay !== undefined) {
+  const onSchedule = trigger === "scheduled" || trigger === "probe";
+  if (onSchedule && delivery.passes === 0 && ladderDelay !== undefined) {
     const jitter = 1 + (Math.random() * 2 - 1) * RETRY_JITTER;
     return { status: "failed", nextAttemptAt: new Date(Date.now() + ladderDelay * 1000 * jitter) };
   }
+  // A pass's attempt may run as "scheduled" (its job was skipped by the breaker or lost).
   const exhausted =
     delivery.status === "exhausted" ||
-    (trigger === "pass" && delivery.passes >= config.webhooks.retryPasses);
+    (trigger !== "manual" && delivery.passes >= config.webhooks.retryPasses);
   return { status: exhausted ? "exhausted" : "failed", nextAttemptAt: null };
 }
 
@@ -149,6 +186,25 @@ export type AttemptReport = {
   /** Attempts made so far, this one included. */
   attempts: number;
 };
+
+/**
+ * Whether a queued delivery is to be attempted now, and the webhook and organisation the
+ * dispatcher's caps count it by; null when it is not (delivered, not due, held, breaker open).
+ */
+export async function dueDelivery(
+  db: Db,
+  deliveryId: string,
+  trigger: DeliveryTrigger,
+): Promise<{ webhookId: string; organizationId: string } | null> {
+  const state = await groupFor(db, "admit", () =>
+    grouped(
+      (ids: string[]) => loadAttemptStates(db, ids),
+      (id) => id,
+    ),
+  )(deliveryId);
+  if (state === undefined || !shouldAttempt(state, trigger)) return null;
+  return { webhookId: state.webhookId, organizationId: state.webhook.organizationId };
+}
 
 /**
  * One attempt of one delivery: the single code path of first tries, quick retries, the daily

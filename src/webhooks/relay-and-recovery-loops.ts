@@ -1,9 +1,7 @@
 import type { Database } from "../db/client.js";
-import { enqueueAttempts, type WebhookRuntime } from "./jobs.js";
+import { type DeliveryWorker, enqueueAttempts, type WebhookRuntime } from "./jobs.js";
 import { DELIVERIES_RELEASED, fanOutChangeEvents, heldDeliveries } from "./relay.js";
 import { overdueDeliveries } from "./retry-pass.js";
-
-const RECOVERY_INTERVAL_MS = 60_000;
 
 /** The channel the migrations' trigger notifies when change events commit. */
 const CHANGE_EVENTS_RECORDED = "change_events_recorded";
@@ -23,15 +21,23 @@ async function relayOnce(runtime: WebhookRuntime): Promise<number> {
   }
 }
 
-/** Re-queues deliveries whose job was lost; the minute in the job id lets it be queued anew. */
-async function recoverOverdueDeliveries(runtime: WebhookRuntime): Promise<number> {
-  const overdue = await overdueDeliveries(runtime.db);
-  const minute = Math.floor(Date.now() / 60_000);
+/**
+ * Re-queues deliveries whose job was lost or that the dispatcher had no room for; the round's
+ * number in the job id lets them be queued anew. Probes the breakers whose probe was lost too.
+ */
+async function recoverOverdueDeliveries(
+  runtime: WebhookRuntime,
+  deliveries: DeliveryWorker,
+): Promise<number> {
+  const intervalMs = runtime.config.webhooks.recoveryIntervalMs;
+  const overdue = await overdueDeliveries(runtime.db, intervalMs);
+  const round = Math.floor(Date.now() / intervalMs);
   await enqueueAttempts(
     runtime.queue,
     "scheduled",
-    overdue.map(({ id, attempts }) => ({ deliveryId: id, jobKey: `a${attempts}-r${minute}` })),
+    overdue.map(({ id, attempts }) => ({ deliveryId: id, jobKey: `a${attempts}-r${round}` })),
   );
+  await deliveries.probeBreakers();
   return overdue.length;
 }
 
@@ -96,12 +102,13 @@ function every(
  * The worker's loops: the relay, woken by each commit of change events (Postgres NOTIFY, which
  * PGlite delivers in the embedded mode too) and polling every WEBHOOK_RELAY_INTERVAL_MS as the
  * safety net for a notification nobody heard; the release of what a webhook held once it is
- * enabled; and the recovery of lost jobs, every minute.
+ * enabled; and the recovery of lost jobs and probes, every WEBHOOK_RECOVERY_INTERVAL_MS.
  * Several workers may run them at once.
  */
 export async function startWebhookLoops(
   runtime: WebhookRuntime,
   database: Pick<Database, "listen">,
+  deliveries: DeliveryWorker,
 ): Promise<() => Promise<void>> {
   const log = (task: string) => (err: unknown) =>
     runtime.logger.error({ err, task }, "webhook loop failed");
@@ -111,8 +118,8 @@ export async function startWebhookLoops(
     log("relay"),
   );
   const recovery = every(
-    RECOVERY_INTERVAL_MS,
-    () => recoverOverdueDeliveries(runtime),
+    runtime.config.webhooks.recoveryIntervalMs,
+    () => recoverOverdueDeliveries(runtime, deliveries),
     log("recovery"),
   );
   // Heard again after a gap: whatever committed meanwhile is fanned out now, not at the poll.

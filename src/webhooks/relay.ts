@@ -68,3 +68,24 @@ export async function heldDeliveries(
     order by d.change_event_id`);
   return rowsOf<{ id: string; attempts: number }>(held);
 }
+
+/**
+ * The deliveries of an enabled webhook with a closed breaker that are due now, oldest event
+ * first: those that waited while its breaker was open, or found no room in the dispatcher.
+ * Those with a later retry time keep it.
+ */
+export async function dueDeliveriesOf(
+  db: Db,
+  webhookId: string,
+  limit = 10_000,
+): Promise<{ id: string; attempts: number }[]> {
+  const due = await db.execute(sql`
+    select d.id, d.attempts
+    from webhook_deliveries d
+    join webhooks w on w.id = d.webhook_id and w.enabled and w.circuit_open_until is null
+    where d.webhook_id = ${webhookId} and d.status in ('pending', 'failed')
+      and d.next_attempt_at <= now()
+    order by d.change_event_id
+    limit ${limit}`);
+  return rowsOf<{ id: string; attempts: number }>(due);
+}

@@ -77,20 +77,24 @@ export async function runRetryPass(
   }
 }
 
-// A delivery whose job was lost (a process died between commit and enqueue, or Redis lost it)
-// is found again once it is this late.
-const OVERDUE_AFTER = "1 minute";
-
-/** Deliveries due for an attempt that no job has picked up. */
-export async function overdueDeliveries(db: Db): Promise<{ id: string; attempts: number }[]> {
+/**
+ * Deliveries due for an attempt that nothing has picked up for `lateMs`: their job was lost (a
+ * process died between commit and enqueue, or Redis lost it), a worker died while they waited in
+ * its dispatcher, or the dispatcher had no room. An open breaker's deliveries wait for its probe.
+ */
+export async function overdueDeliveries(
+  db: Db,
+  lateMs: number,
+): Promise<{ id: string; attempts: number }[]> {
   const overdue = await db.execute(sql`
     select d.id, d.attempts
     from webhook_deliveries d
     join webhooks w on w.id = d.webhook_id
     join change_events e on e.id = d.change_event_id
     where d.status in ('pending', 'failed')
-      and d.next_attempt_at < now() - ${sql.raw(`interval '${OVERDUE_AFTER}'`)}
+      and d.next_attempt_at < now() - make_interval(secs => ${lateMs / 1000})
       and (w.enabled or e.type = 'change.created')
+      and w.circuit_open_until is null
     order by d.change_event_id
     limit 500`);
   return rowsOf<{ id: string; attempts: number }>(overdue);

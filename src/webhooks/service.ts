@@ -123,6 +123,10 @@ export type WebhookSummary = {
   heldDeliveries: number;
   /** Deliveries the daily pass gave up on (WEBHOOK_RETRY_PASSES); an admin may take them back. */
   exhaustedDeliveries: number;
+  /** While its circuit breaker is open: no attempts until then, then one probe. */
+  pausedUntil: string | null;
+  /** The failures that opened the breaker, and its failed probes. */
+  pausedAfterFailures: number | null;
   createdAt: string;
 };
 
@@ -134,6 +138,8 @@ export async function listWebhooks(db: Db, organizationId: string): Promise<Webh
       enabled: webhooks.enabled,
       disabledReason: webhooks.disabledReason,
       createdAt: webhooks.createdAt,
+      pausedUntil: webhooks.circuitOpenUntil,
+      pausedAfterFailures: webhooks.circuitFailures,
       heldDeliveries: sql<number>`case when ${webhooks.enabled} then 0 else (select count(*) from webhook_deliveries d where d.webhook_id = ${webhooks.id} and d.status in ('pending', 'failed'))::int end`,
       exhaustedDeliveries: sql<number>`(select count(*) from webhook_deliveries d where d.webhook_id = ${webhooks.id} and d.status = 'exhausted')::int`,
       events: sql<
@@ -145,7 +151,11 @@ export async function listWebhooks(db: Db, organizationId: string): Promise<Webh
     .where(eq(webhooks.organizationId, organizationId))
     .groupBy(webhooks.id)
     .orderBy(asc(webhooks.createdAt), asc(webhooks.id));
-  return rows.map((row) => ({ ...row, createdAt: row.createdAt.toISOString() }));
+  return rows.map((row) => ({
+    ...row,
+    createdAt: row.createdAt.toISOString(),
+    pausedUntil: row.pausedUntil?.toISOString() ?? null,
+  }));
 }
 
 /** The webhook, within an organisation when one is given (admin pages), else anywhere (CLI). */

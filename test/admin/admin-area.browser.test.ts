@@ -4,7 +4,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
-import { webhookJobHandlers } from "../../src/webhooks/jobs.js";
+import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/jobs.js";
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { api } from "../support/api.js";
 import {
@@ -24,6 +24,7 @@ let browser: Browser;
 let served: ServedApp;
 let receiver: Receiver;
 const queue = createInProcessQueue<WorkspaceJobs>(logger);
+let deliveries: DeliveryWorker | undefined;
 const contexts: BrowserContext[] = [];
 let base: string;
 
@@ -34,9 +35,8 @@ beforeAll(async () => {
     new Receiver().start(),
   ]);
   // A worker on the app's own queue, as `svc start` runs it.
-  await queue.startWorker(
-    webhookJobHandlers({ db: served.db, config: served.config, logger, queue }),
-  );
+  deliveries = createDeliveryWorker({ db: served.db, config: served.config, logger, queue });
+  await queue.startWorker(deliveries.handlers);
   await importOAuthWorkspaces(served.db);
   base = `${served.url}/admin/acme`;
 });
@@ -45,6 +45,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await browser?.close();
+  await deliveries?.close();
   await queue.close();
   await receiver?.stop();
   await served?.close();

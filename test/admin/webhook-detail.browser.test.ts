@@ -11,7 +11,7 @@ import {
 } from "../../src/db/schema/index.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
-import { webhookJobHandlers } from "../../src/webhooks/jobs.js";
+import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/jobs.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import {
@@ -25,6 +25,7 @@ import { eventually } from "../support/eventually.js";
 
 const logger = pino({ level: "silent" });
 const queue = createInProcessQueue<WorkspaceJobs>(logger);
+let deliveries: DeliveryWorker | undefined;
 const contexts: BrowserContext[] = [];
 let browser: Browser;
 let served: ServedApp;
@@ -54,9 +55,8 @@ beforeAll(async () => {
     launchBrowser(),
     serveTestApp({ WEBHOOK_QUICK_RETRIES: "" }, { queue }),
   ]);
-  await queue.startWorker(
-    webhookJobHandlers({ db: served.db, config: served.config, logger, queue }),
-  );
+  deliveries = createDeliveryWorker({ db: served.db, config: served.config, logger, queue });
+  await queue.startWorker(deliveries.handlers);
   const { acme } = await importOAuthWorkspaces(served.db);
   organizationId = acme.organization.id;
   base = `${served.url}/admin/acme`;
@@ -66,6 +66,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await browser?.close();
+  await deliveries?.close();
   await queue.close();
   await served?.close();
   await new Promise<void>((resolve) => (hostile ? hostile.close(() => resolve()) : resolve()));

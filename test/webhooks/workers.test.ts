@@ -38,7 +38,11 @@ type Setup = {
 };
 
 /** An API with a BullMQ queue and no worker of its own: workers are started by each test. */
-async function setup(slug: string, hookPath: string): Promise<Setup> {
+async function setup(
+  slug: string,
+  hookPath: string,
+  extraEnv: Record<string, string> = {},
+): Promise<Setup> {
   const queuePrefix = `test-${randomBytes(6).toString("hex")}`;
   const env = {
     REDIS_URL: TEST_REDIS_URL,
@@ -47,6 +51,7 @@ async function setup(slug: string, hookPath: string): Promise<Setup> {
     WEBHOOK_QUICK_RETRIES: "",
     WORKER_LOCK_SECONDS: "11",
     RATE_LIMIT_MAX: "100000",
+    ...extraEnv,
   };
   const queue = createBullmqQueue<WorkspaceJobs>({
     redisUrl: TEST_REDIS_URL,
@@ -110,7 +115,8 @@ describe("the worker", () => {
   it("delivers every event at least once when a worker process is killed mid-run", async () => {
     const path = "/killed";
     receiver.respond(path, { status: 200, delayMs: 1500 });
-    const s = await setup("killed", path);
+    // A killed worker's deliveries waited in its memory; the next worker's recovery finds them.
+    const s = await setup("killed", path, { WEBHOOK_RECOVERY_INTERVAL_MS: "2000" });
     try {
       await createTasks(s, 8);
       const first = spawnWorker(s);

@@ -36,6 +36,11 @@ export const webhooks = pgTable(
     // Start of the current run of failed attempts; cleared by any success. A run longer than
     // the auto-disable period disables the webhook.
     failingSince: timestamp({ withTimezone: true }),
+    // The circuit breaker, shared by every worker: set while it is open (no attempts until this
+    // time, then one probe), with the cooldown it was opened for and the failures that tripped it.
+    circuitOpenUntil: timestamp({ withTimezone: true }),
+    circuitCooldownSeconds: integer(),
+    circuitFailures: integer(),
     createdBy: uuid().references(() => users.id, { onDelete: "set null" }),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),
   },
