@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import type { Db } from "../../db/client.js";
 import { changeEvents } from "../../db/schema/index.js";
@@ -20,9 +21,10 @@ export type ChangeEventInput = {
  */
 export async function recordChangeEvent(tx: Db, event: ChangeEventInput): Promise<number> {
   const { action, targetKind } = catalogueEntry(event.type);
+  const diff = { before: boundedFields(event.diff.before), after: boundedFields(event.diff.after) };
   const [row] = await tx
     .insert(changeEvents)
-    .values({ ...event, action, targetKind })
+    .values({ ...event, diff, action, targetKind })
     .returning({ id: changeEvents.id });
   if (row === undefined) throw new Error("change event insert returned no row");
   return row.id;
@@ -46,4 +48,49 @@ export function isEmptyDiff(diff: Diff): boolean {
 
 export function creationDiff(after: Record<string, unknown>): Diff {
   return { before: {}, after };
+}
+
+/**
+ * The most characters (Unicode code points) of one text field a diff carries. Two such fields
+ * take at most 192 KiB even with every character escaped, which keeps a webhook payload under
+ * WEBHOOK_PAYLOAD_MAX_BYTES whatever a page holds.
+ */
+export const DIFF_TEXT_MAX_CHARS = 16_384;
+
+/** The largest delivery body (README, "Webhooks"). */
+export const WEBHOOK_PAYLOAD_MAX_BYTES = 256 * 1024;
+
+/**
+ * A text longer than DIFF_TEXT_MAX_CHARS is cut there, and `<field>Truncated: true`,
+ * `<field>Length` (its length in characters) and `<field>Sha256` (hex, of its UTF-8) describe
+ * the whole, so a receiver can still tell two versions apart.
+ */
+function boundedFields(fields: Record<string, unknown>): Record<string, unknown> {
+  const bounded: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(fields)) {
+    bounded[key] = value;
+    // UTF-16 units are never fewer than characters: shorter strings need no counting.
+    if (typeof value !== "string" || value.length <= DIFF_TEXT_MAX_CHARS) continue;
+    const { length, cutAt } = measureCharacters(value, DIFF_TEXT_MAX_CHARS);
+    if (length <= DIFF_TEXT_MAX_CHARS) continue;
+    bounded[key] = value.slice(0, cutAt);
+    bounded[`${key}Truncated`] = true;
+    bounded[`${key}Length`] = length;
+    bounded[`${key}Sha256`] = createHash("sha256").update(value).digest("hex");
+  }
+  return bounded;
+}
+
+/** The text's length in code points, and the UTF-16 index after its first `max` of them. */
+function measureCharacters(text: string, max: number): { length: number; cutAt: number } {
+  let length = 0;
+  let cutAt = text.length;
+  for (let index = 0; index < text.length; index++) {
+    if (length === max) cutAt = index;
+    length++;
+    const unit = text.charCodeAt(index);
+    const next = text.charCodeAt(index + 1);
+    if (unit >= 0xd800 && unit <= 0xdbff && next >= 0xdc00 && next <= 0xdfff) index++;
+  }
+  return { length, cutAt };
 }

@@ -1,0 +1,64 @@
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { Piscina } from "piscina";
+import type { ConversionResult, ConversionTask } from "./markdown-worker.js";
+
+export type MarkdownPoolOptions = {
+  threads: number;
+  /** A conversion running (or waiting for a thread) longer than this is stopped. */
+  timeoutMs: number;
+  /** The most a converted body may take, in bytes of rich-text JSON. */
+  maxBytes: number;
+};
+
+export type PooledConversion = ConversionResult | { kind: "timed_out" };
+
+// The worker sits beside this module with the same extension: markdown-worker.ts from source,
+// .js once compiled, and dist/markdown-worker.mjs beside the bundle (scripts/bundle.ts).
+const here = fileURLToPath(import.meta.url);
+const extension = path.extname(here);
+const workerFile = path.join(path.dirname(here), `markdown-worker${extension}`);
+// From source (tests, `npm run dev`) the worker thread needs tsx to load TypeScript.
+const workerExecArgv = extension === ".ts" ? [...process.execArgv, "--import", "tsx"] : undefined;
+
+/**
+ * Converts markdown in worker threads, so that no input, however slow to parse, holds the event
+ * loop. A conversion past the deadline is aborted: Piscina terminates its thread and starts
+ * another, so a hostile body costs a thread for at most the deadline.
+ */
+export class MarkdownPool {
+  private readonly piscina: Piscina<ConversionTask, ConversionResult>;
+
+  constructor(private readonly options: MarkdownPoolOptions) {
+    this.piscina = new Piscina({
+      filename: workerFile,
+      execArgv: workerExecArgv,
+      // Threads start on the first conversion and stop after a minute unused.
+      minThreads: 0,
+      maxThreads: options.threads,
+      idleTimeout: 60_000,
+    });
+  }
+
+  get maxBytes(): number {
+    return this.options.maxBytes;
+  }
+
+  get timeoutMs(): number {
+    return this.options.timeoutMs;
+  }
+
+  async convert(markdown: string): Promise<PooledConversion> {
+    const signal = AbortSignal.timeout(this.options.timeoutMs);
+    try {
+      return await this.piscina.run({ markdown, maxBytes: this.options.maxBytes }, { signal });
+    } catch (error) {
+      if (signal.aborted) return { kind: "timed_out" };
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.piscina.close({ force: true });
+  }
+}

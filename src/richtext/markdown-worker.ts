@@ -1,0 +1,21 @@
+import { markdownToRichText } from "./markdown.js";
+import { richTextToPlainText } from "./plain-text.js";
+import type { RichTextDoc } from "./types.js";
+
+export type ConversionTask = { markdown: string; maxBytes: number };
+
+export type ConversionResult =
+  | { kind: "converted"; body: RichTextDoc; text: string; bytes: number }
+  | { kind: "too_large"; bytes: number };
+
+/**
+ * Runs in a worker thread of the markdown pool (markdown-pool.ts): the conversion, the size
+ * check and the plain text a read returns, so none of them runs on the event loop, and a body
+ * over the limit is never copied back to it.
+ */
+export default function convertMarkdown({ markdown, maxBytes }: ConversionTask): ConversionResult {
+  const body = markdownToRichText(markdown);
+  const bytes = Buffer.byteLength(JSON.stringify(body));
+  if (bytes > maxBytes) return { kind: "too_large", bytes };
+  return { kind: "converted", body, text: richTextToPlainText(body), bytes };
+}
