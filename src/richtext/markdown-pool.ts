@@ -1,11 +1,12 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { MessageChannel } from "node:worker_threads";
 import { Piscina } from "piscina";
 import type { ConversionResult, ConversionTask } from "./markdown-worker.js";
 
 export type MarkdownPoolOptions = {
   threads: number;
-  /** A conversion running (or waiting for a thread) longer than this is stopped. */
+  /** A conversion running longer than this is stopped. */
   timeoutMs: number;
   /** The most a converted body may take, in bytes of rich-text JSON. */
   maxBytes: number;
@@ -49,12 +50,25 @@ export class MarkdownPool {
   }
 
   async convert(markdown: string): Promise<PooledConversion> {
-    const signal = AbortSignal.timeout(this.options.timeoutMs);
+    const controller = new AbortController();
+    // The deadline runs from the moment a thread takes the task, so neither the wait for a free
+    // thread nor a thread's start (loading the converter) counts against the input.
+    const { port1: started, port2: reportStart } = new MessageChannel();
+    let deadline: NodeJS.Timeout | undefined;
+    started.once("message", () => {
+      deadline = setTimeout(() => controller.abort(), this.options.timeoutMs);
+    });
     try {
-      return await this.piscina.run({ markdown, maxBytes: this.options.maxBytes }, { signal });
+      return await this.piscina.run(
+        { markdown, maxBytes: this.options.maxBytes, started: reportStart },
+        { signal: controller.signal, transferList: [reportStart] },
+      );
     } catch (error) {
-      if (signal.aborted) return { kind: "timed_out" };
+      if (controller.signal.aborted) return { kind: "timed_out" };
       throw error;
+    } finally {
+      clearTimeout(deadline);
+      started.close();
     }
   }
 
