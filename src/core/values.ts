@@ -34,8 +34,14 @@ export function isStorableText(value: string): boolean {
 /** Free text a client writes: any string the database can store. */
 export const storableText = z.string().refine(isStorableText, UNSTORABLE_TEXT);
 
-/** Markdown a client writes: storable, and shallow enough to convert in bounded time. */
+/**
+ * Markdown a client writes: storable, and shallow enough to convert in bounded time. The API
+ * checks the nesting where it converts, off the event loop (markdownBody).
+ */
 export const markdownText = storableText.superRefine(checkMarkdownNesting);
+
+/** Markdown the API converts in its worker threads, which also check its nesting. */
+export const markdownBody = storableText;
 
 /** A date a client writes. */
 export const writableDate = isoDate.refine(

@@ -12,7 +12,11 @@ export type MarkdownPoolOptions = {
   maxBytes: number;
 };
 
-export type PooledConversion = ConversionResult | { kind: "timed_out" };
+export type PooledConversion = ConversionResult | { kind: "timed_out" } | { kind: "out_of_memory" };
+
+// A thread's heap: ample for a body within RICH_TEXT_MAX_BYTES, and a bound on what a hostile
+// one costs before it is stopped (issue 23 measured 40 MB of rich text from a 960 KB input).
+const WORKER_HEAP_MB = 256;
 
 // The worker sits beside this module with the same extension: markdown-worker.ts from source,
 // .js once compiled, and dist/markdown-worker.mjs beside the bundle (scripts/bundle.ts).
@@ -34,10 +38,13 @@ export class MarkdownPool {
     this.piscina = new Piscina({
       filename: workerFile,
       execArgv: workerExecArgv,
-      // Threads start on the first conversion and stop after a minute unused.
+      // Threads start on the first conversion and stop after a minute unused. A lower priority
+      // leaves the event loop's thread first in line for the CPU.
       minThreads: 0,
       maxThreads: options.threads,
       idleTimeout: 60_000,
+      niceIncrement: 10,
+      resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
     });
   }
 
@@ -65,6 +72,9 @@ export class MarkdownPool {
       );
     } catch (error) {
       if (controller.signal.aborted) return { kind: "timed_out" };
+      if ((error as { code?: unknown }).code === "ERR_WORKER_OUT_OF_MEMORY") {
+        return { kind: "out_of_memory" };
+      }
       throw error;
     } finally {
       clearTimeout(deadline);

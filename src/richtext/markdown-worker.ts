@@ -1,7 +1,7 @@
 import type { MessagePort } from "node:worker_threads";
 import { markdownToRichText } from "./markdown.js";
+import { lineNestedTooDeeply } from "./nesting.js";
 import { richTextToPlainText } from "./plain-text.js";
-import type { RichTextDoc } from "./types.js";
 export type ConversionTask = {
   markdown: string;
   maxBytes: number;
@@ -10,8 +10,10 @@ export type ConversionTask = {
 };
 
 export type ConversionResult =
-  | { kind: "converted"; body: RichTextDoc; text: string; bytes: number }
-  | { kind: "too_large"; bytes: number };
+  /** The body as JSON text: a string crosses to the event loop faster than a copied tree. */
+  | { kind: "converted"; json: string; text: string }
+  | { kind: "too_large"; bytes: number }
+  | { kind: "too_deep"; line: number };
 
 /**
  * Runs in a worker thread of the markdown pool (markdown-pool.ts): the conversion, the size
@@ -25,8 +27,11 @@ export default function convertMarkdown({
 }: ConversionTask): ConversionResult {
   started.postMessage(null);
   started.close();
+  const line = lineNestedTooDeeply(markdown);
+  if (line !== null) return { kind: "too_deep", line };
   const body = markdownToRichText(markdown);
-  const bytes = Buffer.byteLength(JSON.stringify(body));
+  const json = JSON.stringify(body);
+  const bytes = Buffer.byteLength(json);
   if (bytes > maxBytes) return { kind: "too_large", bytes };
-  return { kind: "converted", body, text: richTextToPlainText(body), bytes };
+  return { kind: "converted", json, text: richTextToPlainText(body) };
 }

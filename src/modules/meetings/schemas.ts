@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { id, isoDateTime, markdownText, storableText } from "../../core/values.js";
+import { id, isoDateTime, markdownBody, storableText } from "../../core/values.js";
 
 export const meetingIdParams = z.object({ meeting_id: id });
 
@@ -55,7 +55,7 @@ const minutesModes = ["replace", "append"] as const;
 
 export const minutesInputSchema = z
   .strictObject({
-    markdown: markdownText.describe(
+    markdown: markdownBody.describe(
       "Headings, bullet and numbered lists convert to rich text; tables and images are kept as text",
     ),
     mode: z

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { id, isoDateTime, markdownText, storableText } from "../../core/values.js";
+import { id, isoDateTime, markdownBody, storableText } from "../../core/values.js";
 
 // Spec, "Limits": page title max 200. An empty title would leave a nameless node in the tree.
 const pageTitle = storableText.min(1).max(200);
@@ -30,7 +30,7 @@ export const pageIdParams = z.object({ page_id: id });
 export const createPageBody = z
   .strictObject({
     title: pageTitle,
-    markdown: markdownText
+    markdown: markdownBody
       .optional()
       .describe(
         "The body. Headings, bullet and numbered lists convert to rich text; tables and images stay as text. Absent: an empty page.",
@@ -48,7 +48,7 @@ const pageWriteMode = z.enum(["replace", "append"]);
 export const updatePageBody = z
   .strictObject({
     title: pageTitle.optional(),
-    markdown: markdownText.optional().describe("The new content, converted like on create"),
+    markdown: markdownBody.optional().describe("The new content, converted like on create"),
     mode: pageWriteMode
       .optional()
       .describe(
