@@ -6,7 +6,7 @@ import { changeEvents, pageRevisions, pages } from "../../src/db/schema/index.js
 import {
   DIFF_TEXT_MAX_CHARS,
   WEBHOOK_PAYLOAD_MAX_BYTES,
-} from "../../src/modules/change-events/service.js";
+} from "../../src/modules/change-events/catalogue.js";
 import { webhookPayload } from "../../src/webhooks/payload.js";
 import { api } from "../support/api.js";
 import { createTestApp, type TestApp } from "../support/app.js";

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import type { Db } from "../../db/client.js";
 import { changeEvents } from "../../db/schema/index.js";
-import { type ChangeEventType, catalogueEntry } from "./catalogue.js";
+import { type ChangeEventType, catalogueEntry, DIFF_TEXT_MAX_CHARS } from "./catalogue.js";
 
 export type Diff = { before: Record<string, unknown>; after: Record<string, unknown> };
 
@@ -49,16 +49,6 @@ export function isEmptyDiff(diff: Diff): boolean {
 export function creationDiff(after: Record<string, unknown>): Diff {
   return { before: {}, after };
 }
-
-/**
- * The most characters (Unicode code points) of one text field a diff carries. Two such fields
- * take at most 192 KiB even with every character escaped, which keeps a webhook payload under
- * WEBHOOK_PAYLOAD_MAX_BYTES whatever a page holds.
- */
-export const DIFF_TEXT_MAX_CHARS = 16_384;
-
-/** The largest delivery body (README, "Webhooks"). */
-export const WEBHOOK_PAYLOAD_MAX_BYTES = 256 * 1024;
 
 /**
  * A text longer than DIFF_TEXT_MAX_CHARS is cut there, and `<field>Truncated: true`,

@@ -56,7 +56,7 @@ const minutesModes = ["replace", "append"] as const;
 export const minutesInputSchema = z
   .strictObject({
     markdown: markdownBody.describe(
-      "Headings, bullet and numbered lists convert to rich text; tables and images are kept as text",
+      "Headings, bullet and numbered lists convert to rich text; tables and images are kept as text. Limits as for a page body: MARKDOWN_TIMEOUT_MS, and RICH_TEXT_MAX_BYTES after an append too",
     ),
     mode: z
       .enum(minutesModes)

@@ -33,7 +33,7 @@ export const createPageBody = z
     markdown: markdownBody
       .optional()
       .describe(
-        "The body. Headings, bullet and numbered lists convert to rich text; tables and images stay as text. Absent: an empty page.",
+        "The body. Headings, bullet and numbered lists convert to rich text; tables and images stay as text. Absent: an empty page. Refused (400) when its conversion runs past MARKDOWN_TIMEOUT_MS (2 s by default) or the converted body would pass RICH_TEXT_MAX_BYTES (1 MiB of rich-text JSON by default).",
       ),
     parent_page_id: id
       .nullable()
@@ -52,7 +52,7 @@ export const updatePageBody = z
     mode: pageWriteMode
       .optional()
       .describe(
-        "How `markdown` is applied: `replace` (when absent) discards the current body, `append` adds below a divider. Only allowed together with `markdown`.",
+        "How `markdown` is applied: `replace` (when absent) discards the current body, `append` adds below a divider. Only allowed together with `markdown`. The body after an append is held to RICH_TEXT_MAX_BYTES too.",
       ),
   })
   .superRefine((body, context) => {
