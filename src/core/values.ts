@@ -36,12 +36,9 @@ export const storableText = z.string().refine(isStorableText, UNSTORABLE_TEXT);
 
 /**
  * Markdown a client writes: storable, and shallow enough to convert in bounded time. The API
- * checks the nesting where it converts, off the event loop (markdownBody).
+ * checks the nesting where it converts, off the event loop (src/modules/rich-text/bodies.ts).
  */
 export const markdownText = storableText.superRefine(checkMarkdownNesting);
-
-/** Markdown the API converts in its worker threads, which also check its nesting. */
-export const markdownBody = storableText;
 
 /** A date a client writes. */
 export const writableDate = isoDate.refine(

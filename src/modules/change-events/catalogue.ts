@@ -93,7 +93,7 @@ export function catalogueEntry(type: ChangeEventType) {
 }
 
 /** How a diff stays bounded, for the OpenAPI description and the README. */
-export function boundedDiffSentence(): string {
+function boundedDiffSentence(): string {
   return `A text field longer than ${DIFF_TEXT_MAX_CHARS} characters (Unicode code points) is cut there, and \`<field>Truncated: true\`, \`<field>Length\` (its full length in characters) and \`<field>Sha256\` (hex SHA-256 of its full UTF-8) are added beside it, so a payload never passes ${WEBHOOK_PAYLOAD_MAX_BYTES} bytes (256 KiB).`;
 }
 
