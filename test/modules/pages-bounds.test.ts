@@ -41,7 +41,23 @@ beforeAll(async () => {
     PAGE_REVISIONS_KEPT: "3",
     RICH_TEXT_MAX_BYTES: "262144",
   });
-  acme = await importOrganization(t.db, "acme", { projects: [project("rover")] });
+  acme = await importOrganization(t.db, "acme", {
+    projects: [
+      project("rover", {
+        meetings: [
+          {
+            title: "Standup",
+            startsAt: "2026-03-12T09:00:00Z",
+            durationMinutes: 15,
+            status: "scheduled",
+            locationType: "video",
+            audience: "org",
+            minutesMarkdown: "# Notes",
+          },
+        ],
+      }),
+    ],
+  });
   token = await mintToken(t.db, acme);
   // The first conversion starts the pool's thread; the watch is about the inputs, not that.
   expect((await createPage({ title: "Warm", markdown: "# Warm" })).status).toBe(200);
@@ -201,5 +217,30 @@ describe("appending until the page is full", () => {
         textSha256: createHash("sha256").update(text).digest("hex"),
       },
     });
+  });
+});
+
+describe("meeting minutes", () => {
+  it("are held to RICH_TEXT_MAX_BYTES after an append, and a refused append changes nothing", async () => {
+    const meetingId = acme.projects[0]?.meetings[0]?.id;
+    const url = `/api/v1/meetings/${meetingId}/minutes`;
+    const limit = t.config.richText.maxBytes;
+    const first = await api(t.app, "POST", url, {
+      token,
+      body: { markdown: randomText(limit * 0.6), mode: "append" },
+    });
+    expect(first.status).toBe(200);
+    const before = await api(t.app, "GET", `/api/v1/meetings/${meetingId}`, { token });
+    const second = await api(t.app, "POST", url, {
+      token,
+      body: { markdown: randomText(limit * 0.6), mode: "append" },
+    });
+    expect(second.status).toBe(400);
+    expect(second.body.message).toBe(
+      `markdown: after appending, the body would pass the limit of ${limit} bytes of stored rich text (RICH_TEXT_MAX_BYTES)`,
+    );
+    const after = await api(t.app, "GET", `/api/v1/meetings/${meetingId}`, { token });
+    expect(after.body.data.minutesText).toBe(before.body.data.minutesText);
+    expect(after.body.data.minutesText.startsWith("Notes\n\n---\n\n")).toBe(true);
   });
 });
