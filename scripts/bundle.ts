@@ -6,7 +6,8 @@
  *
  * Left out, and loaded from node_modules as before: packages with native addons (argon2, the
  * msgpack extractor BullMQ tries), PGlite (its WebAssembly and data files sit beside it), the
- * API reference's browser bundle, and pino-pretty (development only).
+ * API reference's browser bundle, pino-pretty (development only) and piscina. The markdown
+ * pool's worker is bundled apart, into dist/markdown-worker.mjs.
  */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,9 +15,7 @@ import { build } from "esbuild";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-await build({
-  entryPoints: [path.join(ROOT, "dist/src/cli/index.js")],
-  outfile: path.join(ROOT, "dist/svc.mjs"),
+const shared = {
   bundle: true,
   platform: "node",
   format: "esm",
@@ -27,10 +26,25 @@ await build({
     "msgpackr-extract",
     "@scalar/fastify-api-reference",
     "pino-pretty",
+    // Piscina starts its threads from its own files, found beside its package.
+    "piscina",
   ],
   // The bundled CommonJS packages call require() for Node's own modules.
   banner: {
     js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
   },
   logLevel: "warning",
+} as const;
+
+await build({
+  ...shared,
+  entryPoints: [path.join(ROOT, "dist/src/cli/index.js")],
+  outfile: path.join(ROOT, "dist/svc.mjs"),
+});
+
+// The markdown pool's worker threads load this file, beside the bundle (markdown-pool.ts).
+await build({
+  ...shared,
+  entryPoints: [path.join(ROOT, "dist/src/richtext/markdown-worker.js")],
+  outfile: path.join(ROOT, "dist/markdown-worker.mjs"),
 });

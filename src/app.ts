@@ -34,6 +34,7 @@ import { oauthTokenRoutes } from "./oauth/token-routes.js";
 import { withEnqueueDeadline } from "./queue/enqueue-deadline.js";
 import type { WorkspaceJobs } from "./queue/jobs.js";
 import type { JobQueue } from "./queue/queue.js";
+import { MarkdownPool } from "./richtext/markdown-pool.js";
 import { registerBrowserPlumbing } from "./sessions/browser-scope.js";
 import { signInRoutes } from "./sessions/sign-in-routes.js";
 import { webhookRoutes } from "./webhooks/routes.js";
@@ -57,6 +58,8 @@ declare module "fastify" {
     principals: PrincipalCache;
     queue: JobQueue<WorkspaceJobs>;
     config: Config;
+    /** Worker threads converting markdown bodies; the app closes them when it closes. */
+    markdown: MarkdownPool;
   }
 }
 
@@ -167,6 +170,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.decorate("principals", principals);
   app.decorate("queue", withEnqueueDeadline(deps.queue, deps.config.queueCommandTimeoutMs));
   app.decorate("config", deps.config);
+  const markdown = new MarkdownPool(deps.config.richText);
+  app.addHook("onClose", () => markdown.close());
+  app.decorate("markdown", markdown);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(responseSerializerCompiler);
   // A request that arrives on an open connection while the process stops gets the usual 503 of

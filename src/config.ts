@@ -80,6 +80,10 @@ const envSchema = z.object({
   ),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(20_000),
   SESSION_IDLE_TIMEOUT_MINUTES: positiveInt.default(30),
+  MARKDOWN_THREADS: positiveInt.default(1),
+  MARKDOWN_TIMEOUT_MS: positiveInt.default(2000),
+  RICH_TEXT_MAX_BYTES: positiveInt.default(1_048_576),
+  PAGE_REVISIONS_KEPT: positiveInt.default(20),
   TRUST_PROXY: z
     .string()
     .default("false")
@@ -212,6 +216,17 @@ export type Config = {
   httpsOnly: boolean;
   /** SIGTERM: how long in-flight requests and delivery attempts get before the process gives up. */
   shutdownTimeoutMs: number;
+  /** Markdown bodies (pages, meeting minutes): converted off the event loop, and bounded. */
+  richText: {
+    /** Worker threads converting markdown. */
+    threads: number;
+    /** A conversion still running after this long is stopped and the request refused. */
+    timeoutMs: number;
+    /** The most a stored body may take, in bytes of rich-text JSON (after an append too). */
+    maxBytes: number;
+  };
+  /** The newest revisions kept per page; older ones are deleted by the write that adds one. */
+  pageRevisionsKept: number;
   webhooks: {
     /** Cron pattern of the daily retry pass. */
     retryCron: string;
@@ -341,6 +356,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
     sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MINUTES * 60_000,
     httpsOnly: publicUrl.startsWith("https:"),
+    richText: {
+      threads: e.MARKDOWN_THREADS,
+      timeoutMs: e.MARKDOWN_TIMEOUT_MS,
+      maxBytes: e.RICH_TEXT_MAX_BYTES,
+    },
+    pageRevisionsKept: e.PAGE_REVISIONS_KEPT,
     webhooks: {
       retryCron: e.WEBHOOK_RETRY_CRON,
       retryPasses: e.WEBHOOK_RETRY_PASSES,

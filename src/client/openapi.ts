@@ -465,7 +465,7 @@ export interface components {
          *     }
          */
         MeetingMinutesInput: {
-            /** @description Headings, bullet and numbered lists convert to rich text; tables and images are kept as text */
+            /** @description Headings, bullet and numbered lists convert to rich text; tables and images are kept as text. Limits as for a page body: MARKDOWN_TIMEOUT_MS, and RICH_TEXT_MAX_BYTES after an append too */
             markdown: string;
             /**
              * @description `replace` discards the current minutes; `append` adds below a divider
@@ -491,7 +491,7 @@ export interface components {
          */
         PageCreateInput: {
             title: string;
-            /** @description The body. Headings, bullet and numbered lists convert to rich text; tables and images stay as text. Absent: an empty page. */
+            /** @description The body. Headings, bullet and numbered lists convert to rich text; tables and images stay as text. Absent: an empty page. Refused (400) when its conversion runs past MARKDOWN_TIMEOUT_MS (2 s by default) or the converted body would pass RICH_TEXT_MAX_BYTES (1 MiB of rich-text JSON by default). */
             markdown?: string;
             /** @description A page of the same project; omit (or null) for a top-level page */
             parent_page_id?: string | null;
@@ -507,7 +507,7 @@ export interface components {
             /** @description The new content, converted like on create */
             markdown?: string;
             /**
-             * @description How `markdown` is applied: `replace` (when absent) discards the current body, `append` adds below a divider. Only allowed together with `markdown`.
+             * @description How `markdown` is applied: `replace` (when absent) discards the current body, `append` adds below a divider. Only allowed together with `markdown`. The body after an append is held to RICH_TEXT_MAX_BYTES too.
              * @enum {string}
              */
             mode?: "replace" | "append";

@@ -44,7 +44,10 @@ export function isStorableText(value: string): boolean {
 /** Free text a client writes: any string the database can store. */
 export const storableText = z.string().refine(isStorableText, UNSTORABLE_TEXT);
 
-/** Markdown a client writes: storable, and shallow enough to convert in bounded time. */
+/**
+ * Markdown a client writes: storable, and shallow enough to convert in bounded time. The API
+ * checks the nesting where it converts, off the event loop (src/modules/rich-text/bodies.ts).
+ */
 export const markdownText = storableText.superRefine(checkMarkdownNesting);
 
 /** A date a client writes. */

@@ -16,6 +16,7 @@ import {
   transcripts,
 } from "../db/schema/index.js";
 import { markdownToRichText } from "../richtext/markdown.js";
+import { richTextToPlainText } from "../richtext/plain-text.js";
 import { emptyRichText } from "../richtext/types.js";
 import { parseDependencyReference } from "./references.js";
 import type {
@@ -170,7 +171,7 @@ function addMeeting(
     location: meeting.location ?? null,
     description: meeting.description ?? null,
     audience: meeting.audience,
-    minutes: hasMinutes ? markdownToRichText(meeting.minutesMarkdown ?? "") : null,
+    ...importedMinutes(hasMinutes ? (meeting.minutesMarkdown ?? "") : undefined),
     minutesUpdatedAt: hasMinutes ? builder.importedAt : null,
   });
   const { transcript, ...fields } = meeting;
@@ -288,6 +289,12 @@ function addTask(task: TaskInput, projectId: string, builder: Builder): Identifi
   return { id, ...task };
 }
 
+function importedMinutes(markdown: string | undefined) {
+  if (markdown === undefined) return { minutes: null, minutesText: "" };
+  const minutes = markdownToRichText(markdown);
+  return { minutes, minutesText: richTextToPlainText(minutes) };
+}
+
 /** Parents before children, so one multi-row insert satisfies the parent reference. */
 function addPages(
   pageInputs: readonly PageInput[],
@@ -298,7 +305,8 @@ function addPages(
   return pageInputs.map((page, position) => {
     const id = randomUUID();
     const body = page.markdown === undefined ? emptyRichText() : markdownToRichText(page.markdown);
-    builder.rows.pages.push({ id, projectId, parentId, title: page.title, position, body });
+    const text = richTextToPlainText(body);
+    builder.rows.pages.push({ id, projectId, parentId, title: page.title, position, body, text });
     builder.rows.pageRevisions.push({ pageId: id, title: page.title, body, authorId: null });
     const children = addPages(page.children, projectId, id, builder);
     return { id, ...page, children };

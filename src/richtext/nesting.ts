@@ -44,12 +44,13 @@ export function lineNestedTooDeeply(markdown: string): number | null {
   return null;
 }
 
+export function nestedTooDeeply(line: number): string {
+  return `line ${line} is nested too deeply (at most ${MAX_MARKDOWN_PREFIX_COLUMNS} columns of indentation and list or quote markers)`;
+}
+
 /** For a zod `superRefine` on a markdown field: the issue names the line at fault. */
 export function checkMarkdownNesting(markdown: string, context: z.RefinementCtx): void {
   const line = lineNestedTooDeeply(markdown);
   if (line === null) return;
-  context.addIssue({
-    code: "custom",
-    message: `line ${line} is nested too deeply (at most ${MAX_MARKDOWN_PREFIX_COLUMNS} columns of indentation and list or quote markers)`,
-  });
+  context.addIssue({ code: "custom", message: nestedTooDeeply(line) });
 }

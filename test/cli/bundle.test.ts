@@ -47,6 +47,8 @@ describe("the bundle in production mode (PostgreSQL, Redis)", () => {
   let database: TestDatabase;
   let receiver: Receiver;
   let service: ServiceProcess;
+  /** A token of the first test's organisation, for the tests after it on the same service. */
+  let token: string;
 
   beforeAll(async () => {
     [database, receiver] = await Promise.all([createTestDatabase(), new Receiver().start()]);
@@ -60,7 +62,7 @@ describe("the bundle in production mode (PostgreSQL, Redis)", () => {
   it("serves the API and delivers a signed webhook for a write", async () => {
     const db = database.database.db;
     const { ws, webhook } = await roverWithWebhook(db, TEST_SECRET_KEY, receiver, "bundle", "/in");
-    const token = await mintToken(db, ws);
+    token = await mintToken(db, ws);
     service = await startService(
       "start",
       {
@@ -88,6 +90,16 @@ describe("the bundle in production mode (PostgreSQL, Redis)", () => {
       signature: delivery.headers["x-service-signature"] as string,
     });
     expect(verified).toEqual({ ok: true });
+  });
+
+  it("converts markdown in the pool's worker threads, found beside the bundle", async () => {
+    const created = await call(`${service.url}/api/v1/projects/rover/pages`, {
+      token,
+      body: { title: "From the bundle", markdown: "# Bundled\n\n- converted off the loop" },
+    });
+    expect(created.status).toBe(200);
+    const page = await call(`${service.url}/api/v1/pages/${created.json().data.id}`, { token });
+    expect(page.json().data.text).toBe("Bundled\n\n- converted off the loop");
   });
 });
 

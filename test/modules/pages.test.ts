@@ -153,7 +153,7 @@ describe("GET /projects/{slug}/pages", () => {
     const insert = async (title: string, position: number, parentId: string | null = null) => {
       const [row] = await t.db
         .insert(pages)
-        .values({ projectId, parentId, title, position, body })
+        .values({ projectId, parentId, title, position, body, text: "" })
         .returning({ id: pages.id });
       return row!.id;
     };

@@ -63,6 +63,8 @@ export const meetings = pgTable(
     description: text(),
     audience: meetingAudience().notNull(),
     minutes: jsonb().$type<RichTextJson>(),
+    /** The minutes as plain text, written with them ("" when none): what a read returns. */
+    minutesText: text().notNull().default(""),
     minutesUpdatedAt: timestamp({ withTimezone: true }),
     minutesUpdatedBy: uuid().references(() => users.id, { onDelete: "set null" }),
     createdAt: timestamp({ withTimezone: true }).notNull().defaultNow(),

@@ -198,6 +198,8 @@ export const pages = pgTable(
     title: text().notNull(),
     position: integer().notNull(),
     body: jsonb().$type<RichTextJson>().notNull(),
+    /** The body as plain text, written with it: what a read returns, so reads never walk the body. */
+    text: text().notNull(),
     createdBy: uuid().references(() => users.id, { onDelete: "set null" }),
     createdAt: createdAt(),
     updatedAt: timestamp({ withTimezone: true }).notNull().defaultNow(),

@@ -1,4 +1,14 @@
 /**
+ * The most characters (Unicode code points) of one text field a diff carries. Two such fields
+ * take at most 192 KiB even with every character escaped, which keeps a webhook payload under
+ * WEBHOOK_PAYLOAD_MAX_BYTES whatever a page holds.
+ */
+export const DIFF_TEXT_MAX_CHARS = 16_384;
+
+/** The largest delivery body (README, "Webhooks"). */
+export const WEBHOOK_PAYLOAD_MAX_BYTES = 256 * 1024;
+
+/**
  * Every change event the service records (the webhook outbox), with what its diff holds:
  * the API's writes, publishing (done inside the application, `svc spec|component publish`),
  * and the ping.
@@ -82,6 +92,11 @@ export function catalogueEntry(type: ChangeEventType) {
   return entry;
 }
 
+/** How a diff stays bounded, for the OpenAPI description and the README. */
+function boundedDiffSentence(): string {
+  return `A text field longer than ${DIFF_TEXT_MAX_CHARS} characters (Unicode code points) is cut there, and \`<field>Truncated: true\`, \`<field>Length\` (its full length in characters) and \`<field>Sha256\` (hex SHA-256 of its full UTF-8) are added beside it, so a payload never passes ${WEBHOOK_PAYLOAD_MAX_BYTES} bytes (256 KiB).`;
+}
+
 /** The change-event section of the OpenAPI description. */
 export function changeEventsAsMarkdown(): string {
   const rows = changeEventCatalogue.map(
@@ -96,6 +111,8 @@ export function changeEventsAsMarkdown(): string {
     "Webhooks deliver the events. The payload carries `id` (integer), `type`, `action`,",
     "`target_kind`, `target_id`, `actor_id`, `occurred_at` and `diff` with `before` and `after`",
     "objects holding only the changed fields.",
+    "",
+    boundedDiffSentence(),
     "",
     "| type | action | target_kind | diff |",
     "|---|---|---|---|",

@@ -4,7 +4,6 @@ import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { prepared } from "../../db/prepared.js";
 import { meetings, projects, transcripts } from "../../db/schema/index.js";
-import { richTextToPlainText } from "../../richtext/plain-text.js";
 import {
   itemsOfVisibleProject,
   refuseImpossibleSlug,
@@ -137,16 +136,12 @@ export async function listProjectMeetings(
   return itemsOfVisibleProject(rows, "meeting").map(toSummary);
 }
 
-export function plainMinutes(minutes: unknown): string {
-  return minutes === null ? "" : richTextToPlainText(minutes);
-}
-
 const meetingById = prepared((db) =>
   db
     .select({
       ...summaryColumns,
       description: meetings.description,
-      minutes: meetings.minutes,
+      minutesText: meetings.minutesText,
       minutesUpdatedAt: meetings.minutesUpdatedAt,
       transcriptId: transcripts.id,
       transcriptStatus: transcripts.status,
@@ -186,7 +181,7 @@ export async function getMeeting(
   return {
     ...toSummary(row),
     description: row.description,
-    minutesText: plainMinutes(row.minutes),
+    minutesText: row.minutesText,
     minutesUpdatedAt: toIsoDateTime(row.minutesUpdatedAt),
     transcript,
   };

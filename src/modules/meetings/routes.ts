@@ -111,7 +111,15 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       data: minutesWrittenSchema,
     }),
     async (request) =>
-      ok(await writeMinutes(app.db, request.params.meeting_id, actorOf(request), request.body)),
+      ok(
+        await writeMinutes(
+          app.db,
+          app.markdown,
+          request.params.meeting_id,
+          actorOf(request),
+          request.body,
+        ),
+      ),
   );
 
   app.post(

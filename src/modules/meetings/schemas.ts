@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { id, isoDateTime, markdownText, storableText } from "../../core/values.js";
+import { id, isoDateTime, storableText } from "../../core/values.js";
 
 export const meetingIdParams = z.object({ meeting_id: id });
 
@@ -55,8 +55,8 @@ const minutesModes = ["replace", "append"] as const;
 
 export const minutesInputSchema = z
   .strictObject({
-    markdown: markdownText.describe(
-      "Headings, bullet and numbered lists convert to rich text; tables and images are kept as text",
+    markdown: storableText.describe(
+      "Headings, bullet and numbered lists convert to rich text; tables and images are kept as text. Limits as for a page body: MARKDOWN_TIMEOUT_MS, and RICH_TEXT_MAX_BYTES after an append too",
     ),
     mode: z
       .enum(minutesModes)

@@ -4,11 +4,12 @@ import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { meetings, projects, transcripts } from "../../db/schema/index.js";
-import { appendRichText, sameRichText } from "../../richtext/compose.js";
-import { markdownToRichText } from "../../richtext/markdown.js";
+import { sameRichText } from "../../richtext/compose.js";
+import type { MarkdownPool } from "../../richtext/markdown-pool.js";
 import { emptyRichText, type RichTextDoc } from "../../richtext/types.js";
 import { diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
-import { MEETING_NOT_FOUND, meetingProject, plainMinutes, visibleMeetingsOf } from "./reads.js";
+import { appendBody, convertMarkdown, type StoredBody } from "../rich-text/bodies.js";
+import { MEETING_NOT_FOUND, meetingProject, visibleMeetingsOf } from "./reads.js";
 import type { MinutesInput, MinutesWritten, NotesWritten } from "./schemas.js";
 
 /** The visible meeting, locked for this transaction's write; 404 otherwise. */
@@ -17,6 +18,7 @@ async function lockVisibleMeeting(tx: Db, organizationId: string, meetingId: str
     .select({
       id: meetings.id,
       minutes: meetings.minutes,
+      minutesText: meetings.minutesText,
       minutesUpdatedAt: meetings.minutesUpdatedAt,
     })
     .from(meetings)
@@ -27,12 +29,6 @@ async function lockVisibleMeeting(tx: Db, organizationId: string, meetingId: str
   return meeting;
 }
 
-/** The minutes after this write: the new content, or the stored minutes with it appended. */
-function editedMinutes(current: RichTextDoc, input: MinutesInput): RichTextDoc {
-  const added = markdownToRichText(input.markdown);
-  return input.mode === "append" ? appendRichText(current, added) : added;
-}
-
 /**
  * `POST /meetings/{id}/minutes`. Minutes that come out equal to the stored ones write nothing
  * and record no event, and `minutesUpdatedAt` stays (write-effects.ts); otherwise the minutes,
@@ -41,20 +37,27 @@ function editedMinutes(current: RichTextDoc, input: MinutesInput): RichTextDoc {
  */
 export async function writeMinutes(
   db: Db,
+  markdown: MarkdownPool,
   meetingId: string,
   { organizationId, authorId }: Actor,
   input: MinutesInput,
 ): Promise<MinutesWritten> {
+  // Converted before the transaction opens, so the meeting stays unlocked meanwhile.
+  const added = await convertMarkdown(markdown, input.markdown);
   return db.transaction(async (tx) => {
     const meeting = await lockVisibleMeeting(tx, organizationId, meetingId);
-    const current = (meeting.minutes as RichTextDoc | null) ?? emptyRichText();
-    const minutes = editedMinutes(current, input);
-    if (sameRichText(minutes, current)) {
+    const current: StoredBody = {
+      body: (meeting.minutes as RichTextDoc | null) ?? emptyRichText(),
+      text: meeting.minutesText,
+    };
+    const { body: minutes, text: minutesText } =
+      input.mode === "append" ? appendBody(current, added, markdown.maxBytes) : added;
+    if (sameRichText(minutes, current.body)) {
       return { id: meeting.id, updatedAt: toIsoDateTime(meeting.minutesUpdatedAt) };
     }
     const [updated] = await tx
       .update(meetings)
-      .set({ minutes, minutesUpdatedAt: sql`now()`, minutesUpdatedBy: authorId })
+      .set({ minutes, minutesText, minutesUpdatedAt: sql`now()`, minutesUpdatedBy: authorId })
       .where(eq(meetings.id, meeting.id))
       .returning({ minutesUpdatedAt: meetings.minutesUpdatedAt });
     if (updated?.minutesUpdatedAt == null) throw new Error("minutes update returned no row");
@@ -63,7 +66,7 @@ export async function writeMinutes(
       type: "meeting.minutes_updated",
       targetId: meeting.id,
       actorId: authorId,
-      diff: diffOf({ minutesText: plainMinutes(current) }, { minutesText: plainMinutes(minutes) }),
+      diff: diffOf({ minutesText: current.text }, { minutesText }),
     });
     return { id: meeting.id, updatedAt: toIsoDateTime(updated.minutesUpdatedAt) };
   });

@@ -14,12 +14,16 @@ import {
   updatedPageSchema,
   updatePageBody,
 } from "./schemas.js";
-import { createPage, getPage, listPages, updatePage } from "./service.js";
+import { createPage, getPage, listPages, type PageWriting, updatePage } from "./service.js";
 
 const NOT_VISIBLE =
   "A page of a private project or of another organisation answers 404 exactly like an unknown id.";
 
 export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
+  const writing: PageWriting = {
+    markdown: app.markdown,
+    revisionsKept: app.config.pageRevisionsKept,
+  };
   app.get(
     "/projects/:slug/pages",
     apiRoute({
@@ -65,7 +69,7 @@ export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
       data: createdPageSchema,
     }),
     async (request) =>
-      ok(await createPage(app.db, request.params.slug, actorOf(request), request.body)),
+      ok(await createPage(app.db, writing, request.params.slug, actorOf(request), request.body)),
   );
 
   app.patch(
@@ -84,6 +88,6 @@ export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
       data: updatedPageSchema,
     }),
     async (request) =>
-      ok(await updatePage(app.db, request.params.page_id, actorOf(request), request.body)),
+      ok(await updatePage(app.db, writing, request.params.page_id, actorOf(request), request.body)),
   );
 };

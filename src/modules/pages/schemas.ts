@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { id, isoDateTime, markdownText, storableText } from "../../core/values.js";
+import { id, isoDateTime, storableText } from "../../core/values.js";
 
 // Spec, "Limits": page title max 200. An empty title would leave a nameless node in the tree.
 const pageTitle = storableText.min(1).max(200);
@@ -30,10 +30,10 @@ export const pageIdParams = z.object({ page_id: id });
 export const createPageBody = z
   .strictObject({
     title: pageTitle,
-    markdown: markdownText
+    markdown: storableText
       .optional()
       .describe(
-        "The body. Headings, bullet and numbered lists convert to rich text; tables and images stay as text. Absent: an empty page.",
+        "The body. Headings, bullet and numbered lists convert to rich text; tables and images stay as text. Absent: an empty page. Refused (400) when its conversion runs past MARKDOWN_TIMEOUT_MS (2 s by default) or the converted body would pass RICH_TEXT_MAX_BYTES (1 MiB of rich-text JSON by default).",
       ),
     parent_page_id: id
       .nullable()
@@ -56,11 +56,11 @@ const pageWriteMode = z.enum(["replace", "append"]);
 export const updatePageBody = z
   .strictObject({
     title: pageTitle.optional(),
-    markdown: markdownText.optional().describe("The new content, converted like on create"),
+    markdown: storableText.optional().describe("The new content, converted like on create"),
     mode: pageWriteMode
       .optional()
       .describe(
-        "How `markdown` is applied: `replace` (when absent) discards the current body, `append` adds below a divider. Only allowed together with `markdown`.",
+        "How `markdown` is applied: `replace` (when absent) discards the current body, `append` adds below a divider. Only allowed together with `markdown`. The body after an append is held to RICH_TEXT_MAX_BYTES too.",
       ),
   })
   .superRefine((body, context) => {

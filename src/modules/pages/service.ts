@@ -1,13 +1,12 @@
-import { and, asc, eq, isNull, type Placeholder, sql } from "drizzle-orm";
+import { and, asc, desc, eq, isNull, notInArray, type Placeholder, sql } from "drizzle-orm";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { prepared } from "../../db/prepared.js";
 import { pageRevisions, pages, projects } from "../../db/schema/index.js";
-import { appendRichText, sameRichText } from "../../richtext/compose.js";
-import { markdownToRichText } from "../../richtext/markdown.js";
-import { richTextToPlainText } from "../../richtext/plain-text.js";
+import { sameRichText } from "../../richtext/compose.js";
+import type { MarkdownPool } from "../../richtext/markdown-pool.js";
 import { emptyRichText, type RichTextDoc } from "../../richtext/types.js";
 import { creationDiff, diffOf, recordChangeEvent } from "../change-events/service.js";
 import {
@@ -17,6 +16,7 @@ import {
   visibleProjectBySlug,
   visibleProjectsOf,
 } from "../projects/service.js";
+import { appendBody, convertMarkdown, type StoredBody } from "../rich-text/bodies.js";
 import type {
   CreatedPage,
   CreatePageInput,
@@ -114,7 +114,7 @@ const pageById = prepared((db) =>
       id: pages.id,
       parentId: pages.parentId,
       title: pages.title,
-      body: pages.body,
+      text: pages.text,
       updatedAt: pages.updatedAt,
       updatedBy: pages.updatedBy,
     })
@@ -131,22 +131,29 @@ export async function getPage(db: Db, organizationId: string, pageId: string): P
     id: page.id,
     parentId: page.parentId,
     title: page.title,
-    text: richTextToPlainText(page.body),
+    text: page.text,
     updatedAt: toIsoDateTime(page.updatedAt),
     updatedBy: page.updatedBy,
   };
 }
 
+/** What page writes need besides the database: the markdown pool and the revisions kept. */
+export type PageWriting = { markdown: MarkdownPool; revisionsKept: number };
+
 export async function createPage(
   db: Db,
+  writing: PageWriting,
   slug: string,
   { organizationId, authorId }: Actor,
   input: CreatePageInput,
 ): Promise<CreatedPage> {
   const parentId = input.parent_page_id ?? null;
-  const body: RichTextDoc =
-    input.markdown === undefined ? emptyRichText() : markdownToRichText(input.markdown);
   refuseImpossibleSlug(slug);
+  // Converted before the transaction opens, so no lock waits on the conversion.
+  const { body, text }: StoredBody =
+    input.markdown === undefined
+      ? { body: emptyRichText(), text: "" }
+      : await convertMarkdown(writing.markdown, input.markdown);
   return db.transaction(async (tx) => {
     // Locking the project row serialises page creation within the project, so two pages
     // created at once cannot take the same last position. `no key update` leaves the
@@ -182,6 +189,7 @@ export async function createPage(
         title: input.title,
         position: last?.next ?? 0,
         body,
+        text,
         createdBy: authorId,
         updatedBy: authorId,
       })
@@ -193,61 +201,88 @@ export async function createPage(
       type: "page.created",
       targetId: page.id,
       actorId: authorId,
-      diff: creationDiff({ title: input.title, parentId, text: richTextToPlainText(body) }),
+      diff: creationDiff({ title: input.title, parentId, text }),
     });
     return page;
   });
 }
 
-function editedBody(current: RichTextDoc, input: UpdatePageInput): RichTextDoc {
-  if (input.markdown === undefined) return current;
-  const added = markdownToRichText(input.markdown);
-  if (input.mode === "append") return appendRichText(current, added);
-  return added;
+function editedBody(
+  current: StoredBody,
+  added: StoredBody | undefined,
+  input: UpdatePageInput,
+  maxBytes: number,
+): StoredBody {
+  if (added === undefined) return current;
+  return input.mode === "append" ? appendBody(current, added, maxBytes) : added;
+}
+
+/** Keeps the page's newest `kept` revisions; run by the write that adds one. */
+async function pruneRevisions(tx: Db, pageId: string, kept: number): Promise<void> {
+  const newest = tx
+    .select({ id: pageRevisions.id })
+    .from(pageRevisions)
+    .where(eq(pageRevisions.pageId, pageId))
+    .orderBy(desc(pageRevisions.sequence))
+    .limit(kept);
+  await tx
+    .delete(pageRevisions)
+    .where(and(eq(pageRevisions.pageId, pageId), notInArray(pageRevisions.id, newest)));
 }
 
 /**
  * Applies the fields sent. When the title and body come out as stored, nothing is written: no
  * revision, no event, and `updatedAt` stays (write-effects.ts). Otherwise the page, a revision
- * (the page as it now stands) and a `page.updated` event whose diff holds the changed fields
- * among `title` and `text` (none when only the body's formatting changed).
+ * (the page as it now stands; older ones past PAGE_REVISIONS_KEPT are deleted) and a
+ * `page.updated` event whose diff holds the changed fields among `title` and `text` (none when
+ * only the body's formatting changed). The markdown converts before the transaction; 400 past
+ * the deadline or, after an append too, past RICH_TEXT_MAX_BYTES.
  */
 export async function updatePage(
   db: Db,
+  writing: PageWriting,
   pageId: string,
   { organizationId, authorId }: Actor,
   input: UpdatePageInput,
 ): Promise<UpdatedPage> {
+  // Converted before the transaction opens, so the page stays unlocked meanwhile.
+  const added =
+    input.markdown === undefined
+      ? undefined
+      : await convertMarkdown(writing.markdown, input.markdown);
   return db.transaction(async (tx) => {
     const [current] = await tx
-      .select({ title: pages.title, body: pages.body, updatedAt: pages.updatedAt })
+      .select({
+        title: pages.title,
+        body: pages.body,
+        text: pages.text,
+        updatedAt: pages.updatedAt,
+      })
       .from(pages)
       .innerJoin(projects, eq(projects.id, pages.projectId))
       .where(visiblePage(organizationId, pageId))
       .for("no key update", { of: pages });
     if (current === undefined) throw new NotFound(PAGE_NOT_FOUND);
-    const currentBody = current.body as RichTextDoc;
+    const stored: StoredBody = { body: current.body as RichTextDoc, text: current.text };
     const title = input.title ?? current.title;
-    const body = editedBody(currentBody, input);
-    if (title === current.title && sameRichText(body, currentBody)) {
+    const { body, text } = editedBody(stored, added, input, writing.markdown.maxBytes);
+    if (title === current.title && sameRichText(body, stored.body)) {
       return { id: pageId, updatedAt: toIsoDateTime(current.updatedAt) };
     }
     const [page] = await tx
       .update(pages)
-      .set({ title, body, updatedAt: sql`now()`, updatedBy: authorId })
+      .set({ title, body, text, updatedAt: sql`now()`, updatedBy: authorId })
       .where(eq(pages.id, pageId))
       .returning({ id: pages.id, updatedAt: pages.updatedAt });
     if (page === undefined) throw new Error("page update returned no row");
     await tx.insert(pageRevisions).values({ pageId, title, body, authorId });
+    await pruneRevisions(tx, pageId, writing.revisionsKept);
     await recordChangeEvent(tx, {
       organizationId,
       type: "page.updated",
       targetId: pageId,
       actorId: authorId,
-      diff: diffOf(
-        { title: current.title, text: richTextToPlainText(currentBody) },
-        { title, text: richTextToPlainText(body) },
-      ),
+      diff: diffOf({ title: current.title, text: current.text }, { title, text }),
     });
     return { id: page.id, updatedAt: toIsoDateTime(page.updatedAt) };
   });
