@@ -21,8 +21,14 @@ import { findViewsFolder } from "./views.js";
 
 /** An absolute lifetime: a session ends this long after sign-in, however busy. */
 const SESSION_MAX_AGE_MS = 8 * 60 * 60 * 1000;
+const NO_COUNTER_HEADERS = {
+  "x-ratelimit-limit": false,
+  "x-ratelimit-remaining": false,
+  "x-ratelimit-reset": false,
+} as const;
 
 /** `__Host-` (RFC 6265bis) pins the cookie to this host and path `/`; it needs Secure. */
+
 export function sessionCookieName(config: Config): string {
   // __Host- cookies must be Secure; the prefix then also pins them to this host and path.
   return config.httpsOnly ? "__Host-svc_session" : "svc_session";
@@ -152,6 +158,10 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
     max: config.pageRateLimitMax,
     timeWindow: 60_000,
     keyGenerator: (request) => `page:${clientAddress(request.ip)}`,
+    // People read pages, not counters: only a refusal says when to come back, and no page's bytes
+    // depend on how many came before it (a foreign id's page equals an unknown one's).
+    addHeadersOnExceeding: NO_COUNTER_HEADERS,
+    addHeaders: { ...NO_COUNTER_HEADERS, "retry-after": true },
     errorResponseBuilder: (_request, context) =>
       new PageError(
         429,

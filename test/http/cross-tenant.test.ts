@@ -49,7 +49,11 @@ let routes: RegisteredRoute[];
 let openApi: OpenApiDocument;
 
 beforeAll(async () => {
-  t = await createTestApp({ RATE_LIMIT_MAX: "1000000", AUTH_RATE_LIMIT_MAX: "1000000" });
+  t = await createTestApp({
+    RATE_LIMIT_MAX: "1000000",
+    AUTH_RATE_LIMIT_MAX: "1000000",
+    PAGE_RATE_LIMIT_MAX: "1000000",
+  });
   [alpha, bravo] = await mirroredTenants(t, ["alpha", "bravo"]);
   routes = registeredRoutes(t.app);
   openApi = (await t.app.inject({ method: "GET", url: `${API}/openapi.json` })).json();
