@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage } from "node:http";
 import { verifyWebhookSignature } from "workspace-service/verify-webhook";
 
-/** The payload of a delivery (README, "For receivers"). */
+/** The payload of a delivery (docs/webhooks.md, "For receivers"). */
 export type ChangeEvent = {
   id: number;
   type: string;
@@ -35,7 +35,7 @@ const CALLBACK_PAGE =
  */
 export async function startAddonServer(options: AddonServerOptions): Promise<AddonServer> {
   const waiting: Array<(query: URLSearchParams) => void> = [];
-  // Retries carry the same delivery id (README, "For receivers", obligation 3).
+  // Retries carry the same delivery id (docs/webhooks.md, "For receivers", obligation 3).
   const seenDeliveries = new Set<string>();
 
   const server = createServer(async (request, response) => {

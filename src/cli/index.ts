@@ -30,7 +30,7 @@ const USAGE = `Usage: svc <command>
   webhook redeliver --delivery ID [--json]
   webhook retry-failed [--include-exhausted] [--json]   run the daily retry pass now (exhausted deliveries too)
 
-Configuration comes from the environment (see README).`;
+Configuration comes from the environment (see docs/configuration.md).`;
 
 type Command = (args: string[]) => Promise<void>;
 

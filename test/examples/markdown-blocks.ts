@@ -2,25 +2,6 @@ export type FencedBlock = { language: string; code: string };
 
 const FENCE = /^(`{3,}|~{3,})\s*(\S*)/;
 
-/** The text under `## heading`, up to the next `##` heading outside a fenced block. */
-export function sectionOf(markdown: string, heading: string): string {
-  const lines = markdown.split("\n");
-  const start = lines.indexOf(`## ${heading}`);
-  if (start < 0) throw new Error(`README.md has no "## ${heading}" section`);
-  let fence: string | null = null;
-  for (let index = start + 1; index < lines.length; index += 1) {
-    const line = lines[index] as string;
-    const opening = FENCE.exec(line)?.[1];
-    if (opening !== undefined) {
-      if (fence === null) fence = opening;
-      else if (line.trim().startsWith(fence)) fence = null;
-    } else if (fence === null && line.startsWith("## ")) {
-      return lines.slice(start, index).join("\n");
-    }
-  }
-  return lines.slice(start).join("\n");
-}
-
 /** The fenced code blocks of a piece of markdown, in order, with their info string's language. */
 export function fencedBlocks(markdown: string): FencedBlock[] {
   const blocks: FencedBlock[] = [];

@@ -11,11 +11,11 @@ import { eventually } from "../support/eventually.js";
 import { freePort } from "../support/ports.js";
 import { type Admin, approve, registerAddon, registerWebhook } from "./admin-in-browser.js";
 import { type EmbeddedService, startEmbeddedService } from "./embedded-service.js";
-import { documentedJsonLines, fencedBlocks, sectionOf } from "./markdown-blocks.js";
+import { documentedJsonLines, fencedBlocks } from "./markdown-blocks.js";
 import { ShellSession } from "./shell-session.js";
 
 /**
- * The README's "Build an addon", "Receive webhooks" and "Errors and limits" run as written: every
+ * The docs' "Build an addon", "Receive webhooks" and "Errors and limits" run as written: every
  * fenced `sh` block, in order, in one shell, against a fresh embedded service started the way
  * `npm start` does. Where the text sends the reader to the browser (the admin area, the consent
  * page), Chromium does it, and the values the text says to copy are set in the shell by hand, as
@@ -23,7 +23,16 @@ import { ShellSession } from "./shell-session.js";
  * in its comments must be what it really printed.
  */
 
-const README = readFileSync(path.join(ROOT, "README.md"), "utf8");
+const TOPIC_FILES = {
+  "Build an addon": "build-an-addon.md",
+  "Receive webhooks": "receive-webhooks.md",
+  "Errors and limits": "errors-and-limits.md",
+} as const;
+type Topic = keyof typeof TOPIC_FILES;
+
+function topic(heading: Topic): string {
+  return readFileSync(path.join(ROOT, "docs", TOPIC_FILES[heading]), "utf8");
+}
 const REDIRECT_URI = "http://127.0.0.1:8080/callback";
 const DOCUMENTED_RECEIVER_URL = "http://127.0.0.1:4000/webhooks";
 
@@ -72,8 +81,8 @@ afterAll(async () => {
  * Runs every `sh` block of the section in order, each followed by its check; fails when the
  * section has a block the test has no check for, or one in a language it would not run.
  */
-async function runSection(heading: string, checks: Check[]): Promise<void> {
-  const blocks = fencedBlocks(sectionOf(README, heading));
+async function runSection(heading: Topic, checks: Check[]): Promise<void> {
+  const blocks = fencedBlocks(topic(heading));
   expect(
     blocks.filter((block) => !["sh", "js", "text"].includes(block.language)),
     "blocks in a language this test does not run",
@@ -122,9 +131,9 @@ async function demoTasksTitled(title: string): Promise<number> {
   return body.data.filter((task) => task.title === title).length;
 }
 
-describe("README sections that run", () => {
+describe("docs that run", () => {
   it("Build an addon: registration, PKCE, consent, code exchange and an API call", async () => {
-    expect(sectionOf(README, "Build an addon")).toContain(REDIRECT_URI);
+    expect(topic("Build an addon")).toContain(REDIRECT_URI);
     const registered = await registerAddon(page, admin, {
       org: "demo",
       name: "Curl addon",
@@ -168,7 +177,7 @@ describe("README sections that run", () => {
   });
 
   it("Receive webhooks: the receiver as written verifies a ping and a task, and refuses a forgery", async () => {
-    const section = sectionOf(README, "Receive webhooks");
+    const section = topic("Receive webhooks");
     expect(section).toContain(DOCUMENTED_RECEIVER_URL);
     const receivers = fencedBlocks(section).filter((block) => block.language === "js");
     expect(receivers).toHaveLength(1);

@@ -4,7 +4,7 @@ import { clientAddress } from "../../core/client-address.js";
 import type { Db } from "../../db/client.js";
 import { authFailures } from "../../db/schema/index.js";
 
-/** The window AUTH_RATE_LIMIT_MAX counts over (README, "Configuration"). */
+/** The window AUTH_RATE_LIMIT_MAX counts over (docs/configuration.md). */
 const AUTH_FAILURE_WINDOW_SECONDS = 15 * 60;
 
 // Rows older than the window are deleted by whichever attempt comes next, at most this often.

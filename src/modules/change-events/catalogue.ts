@@ -5,7 +5,7 @@
  */
 export const DIFF_TEXT_MAX_CHARS = 16_384;
 
-/** The largest delivery body (README, "Webhooks"). */
+/** The largest delivery body (docs/webhooks.md). */
 export const WEBHOOK_PAYLOAD_MAX_BYTES = 256 * 1024;
 
 /**
@@ -13,7 +13,7 @@ export const WEBHOOK_PAYLOAD_MAX_BYTES = 256 * 1024;
  * the API's writes, publishing (done inside the application, `svc spec|component publish`),
  * and the ping.
  * The webhooks accept subscriptions to exactly these types; the OpenAPI description and the
- * README print this table.
+ * docs print this table.
  */
 export const changeEventCatalogue = [
   {
@@ -92,7 +92,7 @@ export function catalogueEntry(type: ChangeEventType) {
   return entry;
 }
 
-/** How a diff stays bounded, for the OpenAPI description and the README. */
+/** How a diff stays bounded, for the OpenAPI description and docs/webhooks.md. */
 function boundedDiffSentence(): string {
   return `A text field longer than ${DIFF_TEXT_MAX_CHARS} characters (Unicode code points) is cut there, and \`<field>Truncated: true\`, \`<field>Length\` (its full length in characters) and \`<field>Sha256\` (hex SHA-256 of its full UTF-8) are added beside it, so a payload never passes ${WEBHOOK_PAYLOAD_MAX_BYTES} bytes (256 KiB).`;
 }

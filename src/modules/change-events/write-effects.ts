@@ -2,7 +2,7 @@ import type { ChangeEventType } from "./catalogue.js";
 
 /**
  * What each API write records, in one table: the operation descriptions in the OpenAPI
- * document, the README's change-event section and the tests all read these sentences, so
+ * document, the change-event section of docs/api.md and the tests all read these sentences, so
  * none of them can claim what the others contradict.
  */
 type Creation = {
