@@ -88,6 +88,8 @@ beforeAll(async () => {
     WEBHOOK_RELAY_INTERVAL_MS: "100",
     // One quick retry, a second after the first attempt fails.
     WEBHOOK_QUICK_RETRIES: "1s",
+    // Thirty refused first attempts trip the breaker; its probe comes a second later, not 30 s.
+    WEBHOOK_BREAKER_COOLDOWN_SECONDS: "1",
     RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
     DATABASE_POOL_SIZE: "5",
   };
