@@ -6,7 +6,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 
-// The layering check of `npm run lint` (README, "Layout"): it passes on src/, and it fails on
+// The layering check of `npm run lint` (docs/architecture.md, "Layout"): it passes on src/, and it fails on
 // the two mistakes it exists for, shown on a small tree of our own.
 
 const root = fileURLToPath(new URL("..", import.meta.url));

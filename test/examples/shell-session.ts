@@ -6,7 +6,7 @@ function shellQuoted(value: string): string {
 }
 
 /**
- * One bash, fed the README's blocks one after another as a reader pastes them into one
+ * One bash, fed the docs' blocks one after another as a reader pastes them into one
  * terminal: variables carry from block to block, and background jobs keep running. Strict
  * (`set -euo pipefail`), so a failing command or an unset variable ends the session and fails
  * the test.

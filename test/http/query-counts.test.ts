@@ -9,7 +9,7 @@ import {
 } from "../support/fixtures.js";
 
 /**
- * Every read costs the same few queries however many rows it returns (README, "Reads"); the
+ * Every read costs the same few queries however many rows it returns (docs/api.md, "Reads"); the
  * token's principal is kept in the process after its first use, so it costs none.
  */
 let t: TestApp;

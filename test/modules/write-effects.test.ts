@@ -24,7 +24,7 @@ import { eventRowsFor } from "../support/change-events.js";
 import { importOrganization, mintToken, project, type Workspace } from "../support/fixtures.js";
 
 // The one table of what each write records (write-effects.ts) against the descriptions the
-// OpenAPI document and the README give, and against what the service really does.
+// OpenAPI document and docs/api.md give, and against what the service really does.
 
 let t: TestApp;
 let acme: Workspace;

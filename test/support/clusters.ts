@@ -8,7 +8,7 @@ import pg from "pg";
 import { freePort } from "./ports.js";
 
 // Servers of a test's own, which it may stop, kill and start again: never the shared ones the
-// rest of the suite uses (README, "Tests that cause the fault").
+// rest of the suite uses (docs/testing.md, "Tests that cause the fault").
 
 /** The newest PostgreSQL server binaries Debian installed (`/usr/lib/postgresql/<version>/bin`). */
 const PG_BIN = (() => {

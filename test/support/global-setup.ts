@@ -3,7 +3,7 @@ import pg from "pg";
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from "./env.js";
 
 const HOW_TO_START =
-  "The tests need a real PostgreSQL and Redis. Start them (see README, 'Running the tests'), e.g. " +
+  "The tests need a real PostgreSQL and Redis. Start them (see docs/testing.md, 'Running the tests'), e.g. " +
   "`docker compose up -d postgres redis`, or set TEST_DATABASE_URL / TEST_REDIS_URL.";
 
 async function checkPostgres(): Promise<void> {
