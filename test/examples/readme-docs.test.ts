@@ -6,6 +6,7 @@ import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
+import { Redis } from "ioredis";
 import pg from "pg";
 import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -398,6 +399,7 @@ describe("docs that run", () => {
     url.pathname = `/${database}`;
     await onServer((client) => client.query(`create database ${database}`));
     const port = await freePort();
+    const queuePrefix = `docs-${database}`;
     // The environment file the text shows, exported as its `set -a` line does.
     const session = ShellSession.start(await mkdtemp(path.join(workDir, "operations-")), {
       PATH: `${binDir}:${process.env.PATH ?? ""}`,
@@ -405,7 +407,7 @@ describe("docs that run", () => {
       NODE_ENV: "production",
       DATABASE_URL: url.toString(),
       REDIS_URL: TEST_REDIS_URL,
-      QUEUE_PREFIX: `docs-${database}`,
+      QUEUE_PREFIX: queuePrefix,
       SECRET_KEY: randomBytes(32).toString("base64"),
       PUBLIC_URL: `http://127.0.0.1:${port}`,
       HOST: "127.0.0.1",
@@ -433,6 +435,10 @@ describe("docs that run", () => {
     } finally {
       await session.close();
       await onServer((client) => client.query(`drop database if exists ${database} with (force)`));
+      const redis = new Redis(TEST_REDIS_URL);
+      const keys = await redis.keys(`${queuePrefix}*`);
+      if (keys.length > 0) await redis.del(...keys);
+      await redis.quit();
     }
   }, 120_000);
 
