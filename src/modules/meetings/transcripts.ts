@@ -2,6 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import { id, isStorableText, UNSTORABLE_TEXT } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import { meetings, transcripts } from "../../db/schema/index.js";
 import { HUMAN_NOTES, NOTES_READY } from "./writes.js";
 
@@ -81,7 +82,7 @@ export async function setTranscript(db: Db, input: TranscriptWrite): Promise<Tra
           ...machineNotes,
         })
         .returning({ id: transcripts.id });
-      if (created === undefined) throw new Error("transcript insert returned no row");
+      assertRowReturned(created, "transcript insert");
       return { transcriptId: created.id, created: true, notesWritten: notes !== undefined };
     }
     const notesWritten = notes !== undefined && current.notesSource !== HUMAN_NOTES;

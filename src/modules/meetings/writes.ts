@@ -3,6 +3,7 @@ import { InvalidRequest, NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import { meetings, projects, transcripts } from "../../db/schema/index.js";
 import { sameRichText } from "../../richtext/compose.js";
 import type { MarkdownPool } from "../../richtext/markdown-pool.js";
@@ -60,7 +61,7 @@ export async function writeMinutes(
       .set({ minutes, minutesText, minutesUpdatedAt: sql`now()`, minutesUpdatedBy: authorId })
       .where(eq(meetings.id, meeting.id))
       .returning({ minutesUpdatedAt: meetings.minutesUpdatedAt });
-    if (updated?.minutesUpdatedAt == null) throw new Error("minutes update returned no row");
+    assertRowReturned(updated, "minutes update");
     await recordChangeEvent(tx, {
       organizationId,
       type: "meeting.minutes_updated",

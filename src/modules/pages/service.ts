@@ -4,6 +4,7 @@ import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { prepared } from "../../db/prepared.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import { pageRevisions, pages, projects } from "../../db/schema/index.js";
 import { sameRichText } from "../../richtext/compose.js";
 import type { MarkdownPool } from "../../richtext/markdown-pool.js";
@@ -194,7 +195,7 @@ export async function createPage(
         updatedBy: authorId,
       })
       .returning({ id: pages.id, title: pages.title });
-    if (page === undefined) throw new Error("page insert returned no row");
+    assertRowReturned(page, "page insert");
     await tx.insert(pageRevisions).values({ pageId: page.id, title: input.title, body, authorId });
     await recordChangeEvent(tx, {
       organizationId,
@@ -274,7 +275,7 @@ export async function updatePage(
       .set({ title, body, text, updatedAt: sql`now()`, updatedBy: authorId })
       .where(eq(pages.id, pageId))
       .returning({ id: pages.id, updatedAt: pages.updatedAt });
-    if (page === undefined) throw new Error("page update returned no row");
+    assertRowReturned(page, "page update");
     await tx.insert(pageRevisions).values({ pageId, title, body, authorId });
     await pruneRevisions(tx, pageId, writing.revisionsKept);
     await recordChangeEvent(tx, {
