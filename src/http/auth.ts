@@ -90,8 +90,8 @@ export function organizationOf(request: FastifyRequest): string {
   return principalOf(request).organization.id;
 }
 
-/** Who a write acts as; a token whose creator left may only read. */
-export function actorOf(request: FastifyRequest): Actor {
+/** The actor a write by this request acts as; a token whose creator left may only read. */
+export function writerOf(request: FastifyRequest): Actor {
   const principal = principalOf(request);
   if (principal.authorId === null) {
     throw new InvalidRequest(
