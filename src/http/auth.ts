@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 
 import { InsufficientScope, InvalidRequest, InvalidToken } from "../core/errors.js";
 import type { Actor, Principal } from "../core/principal.js";
 import type { Scope } from "../core/scopes.js";
+import { withHookAfter } from "./route-hooks.js";
 
 /** Who may call a route: anyone, any valid token, or a token holding one scope. */
 export type RouteAccess = "public" | "any-token" | Scope;
@@ -71,13 +72,8 @@ export function registerBearerAuth(app: FastifyInstance, lookup: BearerLookup): 
       }
       request.principal = principal;
     };
-    route.onRequest = [...toArray(route.onRequest), requireToken];
+    route.onRequest = withHookAfter(route.onRequest, requireToken);
   });
-}
-
-function toArray<T>(value: T | T[] | undefined): T[] {
-  if (value === undefined) return [];
-  return Array.isArray(value) ? value : [value];
 }
 
 export function principalOf(request: FastifyRequest): Principal {
