@@ -129,7 +129,7 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
     },
   });
   // The CSRF secret lives in a signed cookie, not the session: showing a form to a visitor
-  // writes no row (issue 23).
+  // writes no row.
   await app.register(csrfProtection, {
     sessionPlugin: "@fastify/cookie",
     cookieKey: csrfCookieName(config),
