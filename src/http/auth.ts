@@ -55,10 +55,9 @@ async function authenticateRequest(
 }
 
 /**
- * Runs before body parsing so the spec's order holds: 401, then 403, then validation. It is
- * added to each route after the rate limiter's own per-route hook, so refused requests still
- * count against the budget and carry the RateLimit headers. Routes without `access` (the
- * not-found handler) stay open so unknown paths are 404.
+ * Runs before body parsing so the spec's order holds (401, 403, then validation), and after the
+ * rate limiter's hook so refused requests still count. Routes without `access` (the not-found
+ * handler) stay open so unknown paths are 404.
  */
 export function registerBearerAuth(app: FastifyInstance, lookup: BearerLookup): void {
   app.decorateRequest("principal", null);

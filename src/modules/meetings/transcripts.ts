@@ -36,12 +36,9 @@ function refuseUnstorable(field: string, value: string | undefined): void {
 }
 
 /**
- * Creates or replaces a meeting's transcript: the path a transcript job takes, inside the
- * application, so it works on any meeting whatever its audience or project (no API visibility).
- *
- * One transaction: the meeting row is locked first (it serialises creating the transcript), then
- * the transcript row, in the same order as the notes endpoint, so a member's notes written at the
- * same time are either seen here as human-authored and kept, or written after and win.
+ * Creates or replaces a meeting's transcript for a transcript job (no API visibility). Locks the
+ * meeting, then the transcript, as the notes endpoint does, so a member's notes written meanwhile
+ * are either seen here as human-authored and kept, or written after and win.
  */
 export async function setTranscript(db: Db, input: TranscriptWrite): Promise<TranscriptWritten> {
   if (!id.safeParse(input.meetingId).success) {

@@ -31,10 +31,8 @@ async function lockVisibleMeeting(tx: Db, organizationId: string, meetingId: str
 }
 
 /**
- * `POST /meetings/{id}/minutes`. Minutes that come out equal to the stored ones write nothing
- * and record no event, and `minutesUpdatedAt` stays (write-effects.ts); otherwise the minutes,
- * `minutesUpdatedAt`/`minutesUpdatedBy` and an event whose diff holds `minutesText` when the
- * plain text changed.
+ * `POST /meetings/{id}/minutes`. Minutes equal to the stored ones write nothing and record no
+ * event (write-effects.ts); otherwise the event's diff holds `minutesText` when the text changed.
  */
 export async function writeMinutes(
   db: Db,
@@ -99,10 +97,9 @@ async function lockTranscriptOf(tx: Db, meetingId: string) {
 }
 
 /**
- * `POST /meetings/{id}/notes`. The transcript row is locked so a transcript job running at the
- * same time (setTranscript) sees these notes as human-authored, or runs first and is replaced.
- * The same notes, already human-authored and ready, write nothing and record no event
- * (write-effects.ts); otherwise the diff holds what changed among `notes`, `notesSource` and `notesStatus`.
+ * `POST /meetings/{id}/notes`. The transcript row is locked so a concurrent transcript job sees
+ * these notes as human-authored, or runs first and is replaced. Unchanged human notes write
+ * nothing and record no event (write-effects.ts).
  */
 export async function writeNotes(
   db: Db,

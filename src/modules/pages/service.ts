@@ -232,12 +232,9 @@ async function pruneRevisions(tx: Db, pageId: string, kept: number): Promise<voi
 }
 
 /**
- * Applies the fields sent. When the title and body come out as stored, nothing is written: no
- * revision, no event, and `updatedAt` stays (write-effects.ts). Otherwise the page, a revision
- * (the page as it now stands; older ones past PAGE_REVISIONS_KEPT are deleted) and a
- * `page.updated` event whose diff holds the changed fields among `title` and `text` (none when
- * only the body's formatting changed). The markdown converts before the transaction; 400 past
- * the deadline or, after an append too, past RICH_TEXT_MAX_BYTES.
+ * Applies the fields sent, with a revision (PAGE_REVISIONS_KEPT) and a `page.updated` event; a
+ * page that comes out as stored writes nothing (write-effects.ts). The markdown converts before
+ * the transaction, so the page stays unlocked meanwhile.
  */
 export async function updatePage(
   db: Db,

@@ -85,10 +85,8 @@ async function requireCurrentMember(db: Db, organizationId: string, userId: stri
 }
 
 /**
- * Creates a task in a visible project, with its `task.created` event, in one statement (so one
- * round trip, atomic like a transaction): the project is read, the task inserted and the event
- * written from what the insert returned. The project (404) is judged before the assignee (400):
- * a write is judged only once its target exists.
+ * Creates a task and its `task.created` event in one statement: one round trip, atomic. The
+ * project (404) is judged before the assignee (400): a write is judged once its target exists.
  */
 export async function createTask(
   db: Db,
