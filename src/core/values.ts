@@ -9,10 +9,8 @@ export const EXAMPLE_ID = "0b6f1c1e-8d2a-4c7e-9f3a-2d5b7e9c1a40";
 const EXAMPLE_SLUG = "picker-arm";
 
 /**
- * Ids in paths and bodies. Postgres accepts any 8-4-4-4-12 hex string as a uuid, so the API
- * does too (z.uuid() would refuse ids that are valid to the database, like the nil-like ones).
- * An upper-case id names the same row, so it is lower-cased: answers and change events carry
- * the one spelling the database stores.
+ * Ids in paths and bodies: any 8-4-4-4-12 hex string, as Postgres accepts (z.uuid() refuses some
+ * it stores), lower-cased so answers and change events carry the spelling the database stores.
  */
 export const id = z
   .guid()

@@ -40,10 +40,8 @@ export async function openPglite(
   /** What a fresh `dir` starts from; null runs initdb. */
   options: { template?: string | null } = {},
 ): Promise<Database> {
-  // V8 compiles WebAssembly with its baseline compiler (Liftoff) and then again, in the
-  // background, with its optimising one. For PostgreSQL that second pass took about a second of
-  // every start on two cores, and 70 MiB for its code, while queries ran no faster in the bench:
-  // PGlite's module (the only WebAssembly the process compiles) keeps Liftoff's code.
+  // PGlite's WebAssembly keeps V8's baseline code: the optimising pass cost start time and
+  // memory for no faster queries (docs/architecture-notes.md, "Embedded database").
   setFlagsFromString("--liftoff-only");
   const [{ PGlite }, { drizzle }, { migrate }] = await Promise.all([
     import("@electric-sql/pglite"),

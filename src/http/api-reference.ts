@@ -7,9 +7,8 @@ import {
 } from "@scalar/core/libs/html-rendering";
 import type { FastifyInstance, FastifyReply } from "fastify";
 
-// Scalar's browser bundle ships in its Fastify plugin's package, beside the plugin's entry. It
-// is streamed from disk when asked for, rather than held as a 3.5 MB string by every API
-// process (what registering the plugin itself does) for a page few requests open.
+// Scalar's browser bundle, beside its Fastify plugin's entry, is streamed from disk: the plugin
+// would hold its megabytes in every API process for a page few requests open.
 const BUNDLE = path.join(
   path.dirname(fileURLToPath(import.meta.resolve("@scalar/fastify-api-reference"))),
   "js",

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 
 import { InsufficientScope, InvalidRequest, InvalidToken } from "../core/errors.js";
 import type { Actor, Principal } from "../core/principal.js";
 import type { Scope } from "../core/scopes.js";
+import { withHookAfter } from "./route-hooks.js";
 
 /** Who may call a route: anyone, any valid token, or a token holding one scope. */
 export type RouteAccess = "public" | "any-token" | Scope;
@@ -54,10 +55,9 @@ async function authenticateRequest(
 }
 
 /**
- * Runs before body parsing so the spec's order holds: 401, then 403, then validation. It is
- * added to each route after the rate limiter's own per-route hook, so refused requests still
- * count against the budget and carry the RateLimit headers. Routes without `access` (the
- * not-found handler) stay open so unknown paths are 404.
+ * Runs before body parsing so the spec's order holds (401, 403, then validation), and after the
+ * rate limiter's hook so refused requests still count. Routes without `access` (the not-found
+ * handler) stay open so unknown paths are 404.
  */
 export function registerBearerAuth(app: FastifyInstance, lookup: BearerLookup): void {
   app.decorateRequest("principal", null);
@@ -71,13 +71,8 @@ export function registerBearerAuth(app: FastifyInstance, lookup: BearerLookup): 
       }
       request.principal = principal;
     };
-    route.onRequest = [...toArray(route.onRequest), requireToken];
+    route.onRequest = withHookAfter(route.onRequest, requireToken);
   });
-}
-
-function toArray<T>(value: T | T[] | undefined): T[] {
-  if (value === undefined) return [];
-  return Array.isArray(value) ? value : [value];
 }
 
 export function principalOf(request: FastifyRequest): Principal {
@@ -90,8 +85,8 @@ export function organizationOf(request: FastifyRequest): string {
   return principalOf(request).organization.id;
 }
 
-/** Who a write acts as; a token whose creator left may only read. */
-export function actorOf(request: FastifyRequest): Actor {
+/** The actor a write by this request acts as; a token whose creator left may only read. */
+export function writerOf(request: FastifyRequest): Actor {
   const principal = principalOf(request);
   if (principal.authorId === null) {
     throw new InvalidRequest(

@@ -8,6 +8,7 @@ import type { Db } from "../db/client.js";
 import { idempotencyKeys } from "../db/schema/index.js";
 import type { RouteAccess } from "./auth.js";
 import { failureEnvelope } from "./envelope.js";
+import { withHookAfter } from "./route-hooks.js";
 
 const IDEMPOTENCY_KEY_HEADER = "idempotency-key";
 const REPLAYED_HEADER = "Idempotent-Replayed";
@@ -164,15 +165,10 @@ export function registerIdempotency(app: FastifyInstance): void {
       headers,
       response: { ...schema.response, 409: conflictResponse },
     };
-    route.preHandler = [...toArray(route.preHandler), claimOrReplay];
-    route.onSend = [...toArray(route.onSend), settleClaim];
+    route.preHandler = withHookAfter(route.preHandler, claimOrReplay);
+    route.onSend = withHookAfter(route.onSend, settleClaim);
   });
   const purge = setInterval(() => void purgeExpiredKeys(app), PURGE_EVERY_MS);
   purge.unref();
   app.addHook("onClose", async () => clearInterval(purge));
-}
-
-function toArray<T>(value: T | T[] | undefined): T[] {
-  if (value === undefined) return [];
-  return Array.isArray(value) ? value : [value];
 }

@@ -17,10 +17,8 @@ const digestOf = (token: string) => createHash("sha256").update(token).digest("b
 
 /**
  * Lets the rate limiter charge an address past its budget without looking its token up, so
- * invented tokens cost no query (issue 23). Once the limiter refused an address, its requests
- * are charged to it at once for a window, unless their token was seen live here before.
- * Charging is all it decides: an address whose window has in fact restarted gets its requests
- * through, and the route's own check looks the token up then.
+ * invented tokens cost no query; a token seen live here is still looked up
+ * (docs/architecture-notes.md, "Over-budget addresses").
  */
 export class OverBudgetAddresses {
   private readonly spentUntil = new Map<string, number>();

@@ -5,7 +5,7 @@ import {
   LogController,
 } from "fastify";
 
-/** Query parameters whose values are credentials: never written to the log (issue 16). */
+/** Query parameters whose values are credentials: never written to the log. */
 const SECRET_PARAMETERS = new Set([
   "client_secret",
   "code",
@@ -62,15 +62,9 @@ function decodeName(name: string): string {
 }
 
 /**
- * One line per request, once it is answered (method, URL with secrets redacted, status, time,
- * under the request id), instead of Fastify's two: at thousands of requests a second the log
- * is a real share of the work. Fastify's other lines are left as they are.
- *
- * A request that succeeded is written by a logger without the redaction paths: its line holds
- * only the five values above, none of them an object a path could reach, and walking the
- * wildcard paths through every value of every line took about 3 % of a small read's CPU
- * (bench/RESULTS.md). A request that errored goes through the request's own logger, redaction
- * and all, since the error object may carry anything.
+ * One line per answered request instead of Fastify's two. A success holds only plain values, so
+ * it skips the redaction paths; an error may carry anything, so it keeps them
+ * (docs/architecture-notes.md, "Request log").
  */
 export class RequestLog extends LogController {
   private readonly completed: FastifyBaseLogger;

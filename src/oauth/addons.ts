@@ -3,6 +3,7 @@ import { asc, desc, eq, inArray } from "drizzle-orm";
 import { InvalidRequest } from "../core/errors.js";
 import { isStorableText } from "../core/values.js";
 import type { Db } from "../db/client.js";
+import { assertRowReturned } from "../db/returned-row.js";
 import { oauthClients, oauthRedirectUris, organizations } from "../db/schema/index.js";
 import { hashSecret } from "../modules/tokens/service.js";
 
@@ -93,7 +94,7 @@ export async function registerAddon(db: Db, input: NewAddon): Promise<Registered
         createdBy: input.createdBy ?? null,
       })
       .returning({ id: oauthClients.id });
-    if (client === undefined) throw new Error("oauth client insert returned no row");
+    assertRowReturned(client, "oauth client insert");
     await tx
       .insert(oauthRedirectUris)
       .values(redirectUris.map((uri) => ({ clientId: client.id, uri })));

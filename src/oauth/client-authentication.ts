@@ -12,11 +12,9 @@ import type { TokenRequest } from "./token-request.js";
 const CLIENT_AUTHENTICATION_FAILED = "Client authentication failed";
 
 /**
- * Client authentication (RFC 6749 §2.3): a confidential client by its secret (Basic or body),
- * a public client by its id alone (PKCE then binds the code). An unknown client or a wrong
- * secret counts against the address only (client ids are public: counting per client would let
- * anyone lock an addon out); past AUTH_RATE_LIMIT_MAX that address gets 429 without the secret
- * being looked at.
+ * Client authentication (RFC 6749 §2.3): by secret, or a public client by id (PKCE binds the
+ * code). Failures count against the address only: client ids are public, and counting per
+ * client would let anyone lock an addon out.
  */
 export async function authenticateClient(
   request: FastifyRequest,

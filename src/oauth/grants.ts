@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { and, desc, eq, isNull, sql } from "drizzle-orm";
 import { allScopes, isScope, type Scope } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
+import { assertRowReturned } from "../db/returned-row.js";
 import {
   apiTokens,
   oauthClients,
@@ -52,7 +53,7 @@ export async function approveAuthorization(db: Db, approval: Approval): Promise<
         },
       })
       .returning({ id: oauthGrants.id });
-    if (grant === undefined) throw new Error("grant upsert returned no row");
+    assertRowReturned(grant, "grant upsert");
     await tx.insert(oauthCodes).values({
       codeHash: hashSecret(code),
       grantId: grant.id,

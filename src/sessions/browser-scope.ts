@@ -99,10 +99,8 @@ async function answerWithErrorPage(
 }
 
 /**
- * Everything the browser pages share, registered into their own encapsulated scope so the JSON
- * API never sees cookies, sessions or form bodies: a server-side session in the database,
- * CSRF tokens from a signed cookie, a per-address page budget, security headers, Eta templates
- * and an error handler that renders.
+ * Everything the browser pages share (sessions, CSRF, page budget, headers, templates, an error
+ * page), registered in their own scope so the JSON API never sees cookies or form bodies.
  */
 export async function registerBrowserPlumbing(app: FastifyInstance, config: Config): Promise<void> {
   app.decorateRequest("webUser", undefined);
@@ -129,7 +127,7 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
     },
   });
   // The CSRF secret lives in a signed cookie, not the session: showing a form to a visitor
-  // writes no row (issue 23).
+  // writes no row.
   await app.register(csrfProtection, {
     sessionPlugin: "@fastify/cookie",
     cookieKey: csrfCookieName(config),

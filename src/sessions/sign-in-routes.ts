@@ -33,19 +33,25 @@ function readSignInForm(body: unknown): SignInForm {
 }
 
 /**
- * A hash of a random password, verified against when the email is unknown, so an unknown
- * account costs the same time as a wrong password and does not reveal itself.
+ * A hash of a random password, made on first use and verified against when the email is
+ * unknown, so an unknown account costs the same time as a wrong password.
  */
-let decoyHash: Promise<string> | undefined;
-function decoyPasswordHash(): Promise<string> {
-  decoyHash ??= hashPassword(randomBytes(24).toString("base64url"));
-  return decoyHash;
+function decoyPasswordHash(): () => Promise<string> {
+  let hash: Promise<string> | undefined;
+  return () => {
+    hash ??= hashPassword(randomBytes(24).toString("base64url"));
+    return hash;
+  };
 }
 
-async function passwordMatches(hash: string | null, password: string): Promise<boolean> {
+async function passwordMatches(
+  decoyHash: () => Promise<string>,
+  hash: string | null,
+  password: string,
+): Promise<boolean> {
   try {
     if (hash === null) {
-      await verifyPassword(await decoyPasswordHash(), password);
+      await verifyPassword(await decoyHash(), password);
       return false;
     }
     return await verifyPassword(hash, password);
@@ -121,6 +127,7 @@ function renderTooMany(
 export async function signInRoutes(app: FastifyInstance, options: { config: Config }) {
   const { config } = options;
   const limiter = new AuthFailureLimiter(app.db, config.authRateLimitMax);
+  const decoyHash = decoyPasswordHash();
 
   app.get("/login", async (request, reply) => {
     const returnTo = safeReturnPath((request.query as Record<string, unknown>).return_to);
@@ -142,7 +149,7 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
       (account.lastSignInAddress === address ||
         (device?.valid === true && device.value === account.id));
     const checkPassword = async (): Promise<AttemptOutcome<Verdict>> => {
-      const ok = await passwordMatches(account?.passwordHash ?? null, form.password);
+      const ok = await passwordMatches(decoyHash, account?.passwordHash ?? null, form.password);
       return account !== null && ok
         ? { failed: false, value: { kind: "member", id: account.id } }
         : { failed: true, value: { kind: "wrong" } };

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { actorOf } from "../http/auth.js";
+import { writerOf } from "../http/auth.js";
 import { ok } from "../http/envelope.js";
 import { apiRoute } from "../http/route-schema.js";
 import { withWriteEffect } from "../modules/change-events/write-effects.js";
@@ -22,7 +22,7 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       data: pingResultSchema,
     }),
     async (request) => {
-      const { organizationId, authorId } = actorOf(request);
+      const { organizationId, authorId } = writerOf(request);
       await queuePing(
         { db: app.db, queue: app.queue, logger: request.log },
         { organizationId, webhookId: request.body.webhook_id, actorId: authorId },

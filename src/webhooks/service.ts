@@ -2,6 +2,7 @@ import { and, asc, count, desc, eq, sql } from "drizzle-orm";
 import type { Config } from "../config.js";
 import { InvalidRequest, NotFound } from "../core/errors.js";
 import type { Db } from "../db/client.js";
+import { assertRowReturned } from "../db/returned-row.js";
 import {
   changeEvents,
   organizations,
@@ -103,7 +104,7 @@ export async function createWebhook(
         createdBy: input.createdBy ?? null,
       })
       .returning({ id: webhooks.id });
-    if (webhook === undefined) throw new Error("webhook insert returned no row");
+    assertRowReturned(webhook, "webhook insert");
     await tx
       .insert(webhookSubscriptions)
       .values(
@@ -315,12 +316,12 @@ export async function createPingDelivery(
         fannedOutAt: sql`now()`,
       })
       .returning({ id: changeEvents.id });
-    if (event === undefined) throw new Error("change event insert returned no row");
+    assertRowReturned(event, "change event insert");
     const [delivery] = await tx
       .insert(webhookDeliveries)
       .values({ webhookId: webhook.id, changeEventId: event.id, nextAttemptAt: sql`now()` })
       .returning({ id: webhookDeliveries.id });
-    if (delivery === undefined) throw new Error("delivery insert returned no row");
+    assertRowReturned(delivery, "delivery insert");
     return { deliveryId: delivery.id };
   });
 }

@@ -7,7 +7,7 @@ import { rowsOf } from "../../src/db/client.js";
 import { buildEmbeddedTemplate, openPglite } from "../../src/db/embedded.js";
 
 // A fresh embedded DATA_DIR starts as a copy of the template `npm run build` prepares, instead
-// of running initdb on the user's first start (issue 11).
+// of running initdb on the user's first start.
 
 let scratch: string;
 let template: string;

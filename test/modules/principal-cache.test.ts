@@ -15,7 +15,7 @@ import { eventually } from "../support/eventually.js";
 import { mintToken } from "../support/fixtures.js";
 import { redeemCode } from "../support/tokens.js";
 
-// Principals are kept in each process (issue 11) without weakening revocation: the instance
+// Principals are kept in each process without weakening revocation: the instance
 // that revokes refuses at once, every other instance on the same database as soon as it hears
 // the change, and an instance that may have missed a change trusts nothing it kept.
 

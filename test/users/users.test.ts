@@ -2,6 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidRequest } from "../../src/core/errors.js";
 import type { Db } from "../../src/db/client.js";
+import { assertRowReturned } from "../../src/db/returned-row.js";
 import { memberships, organizations, users } from "../../src/db/schema/index.js";
 import { createToken } from "../../src/modules/tokens/service.js";
 import { verifyPassword } from "../../src/modules/users/passwords.js";
@@ -20,7 +21,7 @@ beforeAll(async () => {
     .insert(organizations)
     .values({ slug: "acme", name: "Acme" })
     .returning({ id: organizations.id });
-  if (organization === undefined) throw new Error("organization insert returned no row");
+  assertRowReturned(organization, "organization insert");
   organizationId = organization.id;
   await db.insert(organizations).values({ slug: "globex", name: "Globex" });
 });

@@ -12,10 +12,8 @@ export const sessions = pgTable(
 );
 
 /**
- * Failed sign-ins and failed OAuth client authentications, counted per client address and
- * per account over a sliding window (AUTH_RATE_LIMIT_MAX). A row is written `unsettled` when an
- * attempt starts, so attempts in flight are seen by parallel ones; a failure settles it, a
- * success deletes it.
+ * Failed sign-ins and client authentications per address and account (AUTH_RATE_LIMIT_MAX). A
+ * row is `unsettled` while its attempt runs, so parallel attempts see it; a success deletes it.
  */
 export const authFailures = pgTable(
   "auth_failures",

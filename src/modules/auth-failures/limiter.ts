@@ -32,10 +32,9 @@ const ACCOUNT_DELAY_CAP_MS = 3000;
 const accountOf = (email: string) => email.trim().toLowerCase();
 
 /**
- * What one failure is counted against: the client address (an IPv6 one by its /64), and the
- * address with the account it tried; failures on an account from every address only slow it
- * down. Client ids are public, so a client is never counted against as such: its 256-bit secret
- * is not guessable anyway.
+ * What a failure counts against: the address (IPv6 by its /64) and the address with the account;
+ * an account's failures from everywhere only slow it. Client ids are public, so a client is
+ * never counted against itself (its 256-bit secret cannot be guessed anyway).
  */
 export const failureKeys = {
   signInAddress: (ip: string) => `sign-in:ip:${clientAddress(ip)}`,
@@ -68,12 +67,9 @@ type Busy = { limited: false; busy: true };
 type CountedRow = { key: string; unsettled: boolean; secondsLeft: number };
 
 /**
- * Counts failed sign-ins and failed client authentications in `auth_failures` (shared by every
- * instance through the database). Only failures count, and the limit holds for attempts sent
- * in parallel: an attempt is admitted only while the failures so far plus the attempts still
- * in flight stay under the limit (taking that count and joining the in-flight ones is one step
- * under an advisory lock per key); past that it waits for those in flight to settle. A
- * success deletes its row, a failure settles it.
+ * Counts failures in `auth_failures`, shared by every instance. The limit holds for parallel
+ * attempts: one is admitted while failures plus attempts in flight stay under it, counted under
+ * a per-key advisory lock (docs/architecture-notes.md, "Failed authentication limit").
  */
 export class AuthFailureLimiter {
   private lastPurge = 0;

@@ -9,11 +9,8 @@ export const DIFF_TEXT_MAX_CHARS = 16_384;
 export const WEBHOOK_PAYLOAD_MAX_BYTES = 256 * 1024;
 
 /**
- * Every change event the service records (the webhook outbox), with what its diff holds:
- * the API's writes, publishing (done inside the application, `svc spec|component publish`),
- * and the ping.
- * The webhooks accept subscriptions to exactly these types; the OpenAPI description and the
- * docs print this table.
+ * Every change event the service records (the webhook outbox) and what its diff holds. Webhooks
+ * subscribe to exactly these types; the OpenAPI description and the docs print this table.
  */
 export const changeEventCatalogue = [
   {

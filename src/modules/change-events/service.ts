@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { isDeepStrictEqual } from "node:util";
 import type { Db } from "../../db/client.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import { changeEvents } from "../../db/schema/index.js";
 import { type ChangeEventType, catalogueEntry, DIFF_TEXT_MAX_CHARS } from "./catalogue.js";
 
@@ -26,7 +27,7 @@ export async function recordChangeEvent(tx: Db, event: ChangeEventInput): Promis
     .insert(changeEvents)
     .values({ ...event, diff, action, targetKind })
     .returning({ id: changeEvents.id });
-  if (row === undefined) throw new Error("change event insert returned no row");
+  assertRowReturned(row, "change event insert");
   return row.id;
 }
 

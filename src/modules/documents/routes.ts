@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
-import { actorOf, organizationOf } from "../../http/auth.js";
+import { organizationOf, writerOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { withWriteEffect } from "../change-events/write-effects.js";
@@ -72,7 +72,7 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
       data: documentIdSchema,
     }),
     async (request) =>
-      ok(await createDocumentLink(app.db, { kind: "team" }, actorOf(request), request.body)),
+      ok(await createDocumentLink(app.db, { kind: "team" }, writerOf(request), request.body)),
   );
 
   app.post(
@@ -92,7 +92,7 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
         await createDocumentLink(
           app.db,
           { kind: "project", slug: request.params.slug },
-          actorOf(request),
+          writerOf(request),
           request.body,
         ),
       ),
@@ -114,6 +114,6 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
       data: documentIdSchema,
     }),
     async (request) =>
-      ok(await updateDocument(app.db, request.params.document_id, actorOf(request), request.body)),
+      ok(await updateDocument(app.db, request.params.document_id, writerOf(request), request.body)),
   );
 };

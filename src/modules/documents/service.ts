@@ -4,6 +4,7 @@ import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { prepared } from "../../db/prepared.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import { documentCategory, documents, projects } from "../../db/schema/index.js";
 import { creationDiff, diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
 import {
@@ -125,7 +126,7 @@ export async function createDocumentLink(
       .insert(documents)
       .values({ organizationId, projectId, ...fields, uploadedBy: authorId })
       .returning({ id: documents.id });
-    if (document === undefined) throw new Error("document insert returned no row");
+    assertRowReturned(document, "document insert");
     await recordChangeEvent(tx, {
       organizationId,
       type: "document.created",

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
-import { actorOf, organizationOf } from "../../http/auth.js";
+import { organizationOf, writerOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { withWriteEffect } from "../change-events/write-effects.js";
@@ -116,7 +116,7 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
           app.db,
           app.markdown,
           request.params.meeting_id,
-          actorOf(request),
+          writerOf(request),
           request.body,
         ),
       ),
@@ -138,6 +138,8 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       data: notesWrittenSchema,
     }),
     async (request) =>
-      ok(await writeNotes(app.db, request.params.meeting_id, actorOf(request), request.body.notes)),
+      ok(
+        await writeNotes(app.db, request.params.meeting_id, writerOf(request), request.body.notes),
+      ),
   );
 };

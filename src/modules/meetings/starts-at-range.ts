@@ -2,12 +2,9 @@ import { z } from "zod";
 import { isoDate, isoDateTime } from "../../core/values.js";
 
 /**
- * The `from`/`to` window of the meeting lists, both bounds inclusive.
- *
- * The spec asks for ISO date-times; a plain date is accepted too because "meetings in March"
- * is the common question: a date-only `from` starts at 00:00 UTC that day, a date-only `to`
- * covers that whole UTC day. A date-time needs seconds and `Z` or an offset: a local time
- * without an offset is ambiguous and refused.
+ * The meeting lists' inclusive `from`/`to`. A plain date is accepted beside ISO date-times for
+ * "meetings in March" (a whole UTC day); a date-time without an offset is ambiguous, so refused
+ * (docs/spec-choices.md).
  */
 export type StartsAtRange = {
   from: Instant | null;

@@ -2,6 +2,7 @@ import { eq, sql } from "drizzle-orm";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import { id, isStorableText, UNSTORABLE_TEXT } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import { meetings, transcripts } from "../../db/schema/index.js";
 import { HUMAN_NOTES, NOTES_READY } from "./writes.js";
 
@@ -35,12 +36,9 @@ function refuseUnstorable(field: string, value: string | undefined): void {
 }
 
 /**
- * Creates or replaces a meeting's transcript: the path a transcript job takes, inside the
- * application, so it works on any meeting whatever its audience or project (no API visibility).
- *
- * One transaction: the meeting row is locked first (it serialises creating the transcript), then
- * the transcript row, in the same order as the notes endpoint, so a member's notes written at the
- * same time are either seen here as human-authored and kept, or written after and win.
+ * Creates or replaces a meeting's transcript for a transcript job (no API visibility). Locks the
+ * meeting, then the transcript, as the notes endpoint does, so a member's notes written meanwhile
+ * are either seen here as human-authored and kept, or written after and win.
  */
 export async function setTranscript(db: Db, input: TranscriptWrite): Promise<TranscriptWritten> {
   if (!id.safeParse(input.meetingId).success) {
@@ -81,7 +79,7 @@ export async function setTranscript(db: Db, input: TranscriptWrite): Promise<Tra
           ...machineNotes,
         })
         .returning({ id: transcripts.id });
-      if (created === undefined) throw new Error("transcript insert returned no row");
+      assertRowReturned(created, "transcript insert");
       return { transcriptId: created.id, created: true, notesWritten: notes !== undefined };
     }
     const notesWritten = notes !== undefined && current.notesSource !== HUMAN_NOTES;

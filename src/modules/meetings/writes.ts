@@ -3,6 +3,7 @@ import { InvalidRequest, NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import { meetings, projects, transcripts } from "../../db/schema/index.js";
 import { sameRichText } from "../../richtext/compose.js";
 import type { MarkdownPool } from "../../richtext/markdown-pool.js";
@@ -30,10 +31,8 @@ async function lockVisibleMeeting(tx: Db, organizationId: string, meetingId: str
 }
 
 /**
- * `POST /meetings/{id}/minutes`. Minutes that come out equal to the stored ones write nothing
- * and record no event, and `minutesUpdatedAt` stays (write-effects.ts); otherwise the minutes,
- * `minutesUpdatedAt`/`minutesUpdatedBy` and an event whose diff holds `minutesText` when the
- * plain text changed.
+ * `POST /meetings/{id}/minutes`. Minutes equal to the stored ones write nothing and record no
+ * event (write-effects.ts); otherwise the event's diff holds `minutesText` when the text changed.
  */
 export async function writeMinutes(
   db: Db,
@@ -60,7 +59,7 @@ export async function writeMinutes(
       .set({ minutes, minutesText, minutesUpdatedAt: sql`now()`, minutesUpdatedBy: authorId })
       .where(eq(meetings.id, meeting.id))
       .returning({ minutesUpdatedAt: meetings.minutesUpdatedAt });
-    if (updated?.minutesUpdatedAt == null) throw new Error("minutes update returned no row");
+    assertRowReturned(updated, "minutes update");
     await recordChangeEvent(tx, {
       organizationId,
       type: "meeting.minutes_updated",
@@ -98,10 +97,9 @@ async function lockTranscriptOf(tx: Db, meetingId: string) {
 }
 
 /**
- * `POST /meetings/{id}/notes`. The transcript row is locked so a transcript job running at the
- * same time (setTranscript) sees these notes as human-authored, or runs first and is replaced.
- * The same notes, already human-authored and ready, write nothing and record no event
- * (write-effects.ts); otherwise the diff holds what changed among `notes`, `notesSource` and `notesStatus`.
+ * `POST /meetings/{id}/notes`. The transcript row is locked so a concurrent transcript job sees
+ * these notes as human-authored, or runs first and is replaced. Unchanged human notes write
+ * nothing and record no event (write-effects.ts).
  */
 export async function writeNotes(
   db: Db,

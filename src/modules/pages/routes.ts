@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
-import { actorOf, organizationOf } from "../../http/auth.js";
+import { organizationOf, writerOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { withWriteEffect } from "../change-events/write-effects.js";
@@ -69,7 +69,7 @@ export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
       data: createdPageSchema,
     }),
     async (request) =>
-      ok(await createPage(app.db, writing, request.params.slug, actorOf(request), request.body)),
+      ok(await createPage(app.db, writing, request.params.slug, writerOf(request), request.body)),
   );
 
   app.patch(
@@ -88,6 +88,8 @@ export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
       data: updatedPageSchema,
     }),
     async (request) =>
-      ok(await updatePage(app.db, writing, request.params.page_id, actorOf(request), request.body)),
+      ok(
+        await updatePage(app.db, writing, request.params.page_id, writerOf(request), request.body),
+      ),
   );
 };

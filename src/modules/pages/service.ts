@@ -4,6 +4,7 @@ import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { prepared } from "../../db/prepared.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import { pageRevisions, pages, projects } from "../../db/schema/index.js";
 import { sameRichText } from "../../richtext/compose.js";
 import type { MarkdownPool } from "../../richtext/markdown-pool.js";
@@ -194,7 +195,7 @@ export async function createPage(
         updatedBy: authorId,
       })
       .returning({ id: pages.id, title: pages.title });
-    if (page === undefined) throw new Error("page insert returned no row");
+    assertRowReturned(page, "page insert");
     await tx.insert(pageRevisions).values({ pageId: page.id, title: input.title, body, authorId });
     await recordChangeEvent(tx, {
       organizationId,
@@ -231,12 +232,9 @@ async function pruneRevisions(tx: Db, pageId: string, kept: number): Promise<voi
 }
 
 /**
- * Applies the fields sent. When the title and body come out as stored, nothing is written: no
- * revision, no event, and `updatedAt` stays (write-effects.ts). Otherwise the page, a revision
- * (the page as it now stands; older ones past PAGE_REVISIONS_KEPT are deleted) and a
- * `page.updated` event whose diff holds the changed fields among `title` and `text` (none when
- * only the body's formatting changed). The markdown converts before the transaction; 400 past
- * the deadline or, after an append too, past RICH_TEXT_MAX_BYTES.
+ * Applies the fields sent, with a revision (PAGE_REVISIONS_KEPT) and a `page.updated` event; a
+ * page that comes out as stored writes nothing (write-effects.ts). The markdown converts before
+ * the transaction, so the page stays unlocked meanwhile.
  */
 export async function updatePage(
   db: Db,
@@ -274,7 +272,7 @@ export async function updatePage(
       .set({ title, body, text, updatedAt: sql`now()`, updatedBy: authorId })
       .where(eq(pages.id, pageId))
       .returning({ id: pages.id, updatedAt: pages.updatedAt });
-    if (page === undefined) throw new Error("page update returned no row");
+    assertRowReturned(page, "page update");
     await tx.insert(pageRevisions).values({ pageId, title, body, authorId });
     await pruneRevisions(tx, pageId, writing.revisionsKept);
     await recordChangeEvent(tx, {

@@ -3,6 +3,7 @@ import type { PgTable, SelectedFields } from "drizzle-orm/pg-core";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import { id, isStorableText, UNSTORABLE_TEXT } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import {
   componentDependencies,
   componentHealth,
@@ -273,7 +274,7 @@ const specPublishing = (value: JsonValue): PublishingKind<{ value: JsonValue }> 
         publishedAt: sql`now()`,
       })
       .returning({ id: specVersions.id });
-    if (created === undefined) throw new Error("spec version insert returned no row");
+    assertRowReturned(created, "spec version insert");
     return { id: created.id, after: { value } };
   },
   dependents: (specId) => eq(componentDependencies.dependsOnSpecId, specId),
@@ -300,7 +301,7 @@ const componentPublishing = (
       .insert(componentVersions)
       .values({ componentId, version, status: PUBLISHED, lifecycleStage, healthStatus })
       .returning({ id: componentVersions.id, ...componentState });
-    if (created === undefined) throw new Error("component version insert returned no row");
+    assertRowReturned(created, "component version insert");
     const { id, ...after } = created;
     return { id, after };
   },

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
-import { actorOf, organizationOf } from "../../http/auth.js";
+import { organizationOf, writerOf } from "../../http/auth.js";
 import { ok } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { withWriteEffect } from "../change-events/write-effects.js";
@@ -46,7 +46,7 @@ export const taskRoutes: FastifyPluginAsyncZod = async (app) => {
       data: taskRefSchema,
     }),
     async (request) =>
-      ok(await createTask(app.db, request.params.slug, actorOf(request), request.body)),
+      ok(await createTask(app.db, request.params.slug, writerOf(request), request.body)),
   );
 
   app.patch(
@@ -65,6 +65,6 @@ export const taskRoutes: FastifyPluginAsyncZod = async (app) => {
       data: taskRefSchema,
     }),
     async (request) =>
-      ok(await updateTask(app.db, request.params.task_id, actorOf(request), request.body)),
+      ok(await updateTask(app.db, request.params.task_id, writerOf(request), request.body)),
   );
 };

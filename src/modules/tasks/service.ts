@@ -1,9 +1,9 @@
-import { and, asc, eq, sql } from "drizzle-orm";
+import { and, asc, eq, type SQL, sql } from "drizzle-orm";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import { type Db, rowsOf } from "../../db/client.js";
 import { prepared } from "../../db/prepared.js";
-import { changeEvents, projects, taskPriority, taskStatus, tasks } from "../../db/schema/index.js";
+import { changeEvents, projects, tasks } from "../../db/schema/index.js";
 import { catalogueEntry } from "../change-events/catalogue.js";
 import { diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
 import {
@@ -45,7 +45,10 @@ export async function listTasks(db: Db, organizationId: string, slug: string): P
   return itemsOfVisibleProject(await taskList(db).execute({ organizationId, slug }), "task");
 }
 
-/** The task's writable columns, read under their TaskPatch names (the change-event diff). */
+/**
+ * The task's writable columns under their TaskPatch names, which are also the columns' SQL
+ * names: the one list that reads (the change-event diff), inserts and updates use.
+ */
 const taskPatchColumns = {
   title: tasks.title,
   description: tasks.description,
@@ -57,20 +60,21 @@ const taskPatchColumns = {
   assigned_to: tasks.assignedTo,
 };
 
-type TaskColumns = Partial<typeof tasks.$inferInsert>;
+type TaskField = keyof typeof taskPatchColumns;
+const taskFields = Object.keys(taskPatchColumns) as TaskField[];
 
-/** TaskPatch fields to column values; absent fields stay absent, null stays null. */
-function columnsOf(patch: TaskPatch): TaskColumns {
-  const columns: TaskColumns = {};
-  if (patch.title !== undefined) columns.title = patch.title;
-  if (patch.description !== undefined) columns.description = patch.description;
-  if (patch.status !== undefined) columns.status = patch.status;
-  if (patch.priority !== undefined) columns.priority = patch.priority;
-  if (patch.start_date !== undefined) columns.startDate = patch.start_date;
-  if (patch.due_date !== undefined) columns.dueDate = patch.due_date;
-  if (patch.blocked_reason !== undefined) columns.blockedReason = patch.blocked_reason;
-  if (patch.assigned_to !== undefined) columns.assignedTo = patch.assigned_to;
-  return columns;
+/** The fields sent (null included), each as its column and its value cast to the column's type. */
+function sentColumns(patch: TaskPatch): { column: SQL; value: SQL }[] {
+  return taskFields.flatMap((field) => {
+    const value = patch[field];
+    if (value === undefined) return [];
+    const type = sql.raw(taskPatchColumns[field].getSQLType());
+    return [{ column: sql`${sql.identifier(field)}`, value: sql`${value}::${type}` }];
+  });
+}
+
+function commaList(items: SQL[]): SQL {
+  return sql.join(items, sql`, `);
 }
 
 /** Spec rule 7: an assignee is a user of the token's organisation, and still a member. */
@@ -81,10 +85,8 @@ async function requireCurrentMember(db: Db, organizationId: string, userId: stri
 }
 
 /**
- * Creates a task in a visible project, with its `task.created` event, in one statement (so one
- * round trip, atomic like a transaction): the project is read, the task inserted and the event
- * written from what the insert returned. The project (404) is judged before the assignee (400):
- * a write is judged only once its target exists.
+ * Creates a task and its `task.created` event in one statement: one round trip, atomic. The
+ * project (404) is judged before the assignee (400): a write is judged once its target exists.
  */
 export async function createTask(
   db: Db,
@@ -98,21 +100,18 @@ export async function createTask(
     await requireCurrentMember(db, organizationId, input.assigned_to);
   }
   const { action, targetKind } = catalogueEntry("task.created");
+  // Fields not sent are left to the columns' defaults (status not_started, priority normal).
+  const sent = sentColumns(input);
   const created = await db.execute(sql`
     with project as (
       select ${projects.id} from ${projects}
       where ${and(visibleProjectsOf(organizationId), eq(projects.slug, projectSlug))}
     ), task as (
-      insert into ${tasks} (project_id, title, description, status, priority, start_date,
-        due_date, blocked_reason, assigned_to, created_by, updated_by)
-      select project.id, ${input.title}, ${input.description ?? null},
-        ${input.status ?? "not_started"}::${sql.raw(taskStatus.enumName)},
-        ${input.priority ?? "normal"}::${sql.raw(taskPriority.enumName)},
-        ${input.start_date ?? null}::date, ${input.due_date ?? null}::date,
-        ${input.blocked_reason ?? null}, ${input.assigned_to ?? null}::uuid, ${authorId}, ${authorId}
+      insert into ${tasks} (project_id, ${commaList(sent.map((field) => field.column))},
+        created_by, updated_by)
+      select project.id, ${commaList(sent.map((field) => field.value))}, ${authorId}, ${authorId}
       from project
-      returning id, title, description, status, priority, start_date, due_date, blocked_reason,
-        assigned_to
+      returning id, ${commaList(taskFields.map((field) => sql`${sql.identifier(field)}`))}
     ), event as (
       insert into ${changeEvents} (organization_id, type, action, target_kind, target_id, actor_id,
         diff)
@@ -156,10 +155,12 @@ export async function updateTask(
       await requireCurrentMember(tx, organizationId, input.assigned_to);
     const diff = diffOf(current, input);
     if (isEmptyDiff(diff)) return { id: taskId };
-    await tx
-      .update(tasks)
-      .set({ ...columnsOf(diff.after as TaskPatch), updatedBy: authorId, updatedAt: sql`now()` })
-      .where(eq(tasks.id, taskId));
+    const changed = sentColumns(diff.after as TaskPatch).map(
+      ({ column, value }) => sql`${column} = ${value}`,
+    );
+    await tx.execute(sql`
+      update ${tasks} set ${commaList(changed)}, updated_by = ${authorId}, updated_at = now()
+      where ${eq(tasks.id, taskId)}`);
     await recordChangeEvent(tx, {
       organizationId,
       type: "task.updated",

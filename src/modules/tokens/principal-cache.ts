@@ -21,14 +21,9 @@ type Entry = {
 };
 
 /**
- * The principals of live bearer tokens, kept in the process so that a request does not cost a
- * database round trip for its token. Revocation is not weakened: every change that can end a
- * token (revoking it or its grant, removing its author, deleting any of them) notifies through
- * Postgres (`principals_changed`, from triggers, whichever process made the change), and the
- * organisation's entries are dropped. While that channel is not heard (before it connects, or
- * after the connection drops) nothing is served from memory; once heard again, nothing from
- * before is trusted. The instance that makes a change also forgets at once, without waiting
- * for the notification to come back.
+ * Live tokens' principals, kept so a request costs no round trip for its token. Revocation still
+ * holds: triggers notify `principals_changed`, and while that channel is not heard nothing is
+ * served from memory (docs/architecture-notes.md, "Principal cache").
  */
 export class PrincipalCache {
   private readonly entries = new Map<string, Entry>();

@@ -3,6 +3,7 @@ import { and, eq, isNull, lte, sql } from "drizzle-orm";
 import type { Principal } from "../../core/principal.js";
 import { isScope, type Scope } from "../../core/scopes.js";
 import type { Db } from "../../db/client.js";
+import { assertRowReturned } from "../../db/returned-row.js";
 import { apiTokens, memberships, oauthGrants, organizations } from "../../db/schema/index.js";
 
 const TOKEN_PREFIX = "svc_live_";
@@ -44,7 +45,7 @@ export async function createToken(db: Db, input: NewToken) {
       oauthCodeId: input.oauthCodeId ?? null,
     })
     .returning({ id: apiTokens.id, scopes: apiTokens.scopes, expiresAt: apiTokens.expiresAt });
-  if (row === undefined) throw new Error("token insert returned no row");
+  assertRowReturned(row, "token insert");
   return { id: row.id, token, scopes: row.scopes as Scope[], expiresAt: row.expiresAt };
 }
 
