@@ -41,7 +41,7 @@ export async function openPglite(
   options: { template?: string | null } = {},
 ): Promise<Database> {
   // PGlite's WebAssembly keeps V8's baseline code: the optimising pass cost start time and
-  // memory for no faster queries (docs/architecture-notes.md, "Embedded database").
+  // memory for no faster queries (docs/architecture.md, "Embedded database").
   setFlagsFromString("--liftoff-only");
   const [{ PGlite }, { drizzle }, { migrate }] = await Promise.all([
     import("@electric-sql/pglite"),

@@ -18,7 +18,7 @@ const digestOf = (token: string) => createHash("sha256").update(token).digest("b
 /**
  * Lets the rate limiter charge an address past its budget without looking its token up, so
  * invented tokens cost no query; a token seen live here is still looked up
- * (docs/architecture-notes.md, "Over-budget addresses").
+ * (docs/architecture.md, "Over-budget addresses").
  */
 export class OverBudgetAddresses {
   private readonly spentUntil = new Map<string, number>();

@@ -64,7 +64,7 @@ function decodeName(name: string): string {
 /**
  * One line per answered request instead of Fastify's two. A success holds only plain values, so
  * it skips the redaction paths; an error may carry anything, so it keeps them
- * (docs/architecture-notes.md, "Request log").
+ * (docs/architecture.md, "Request log").
  */
 export class RequestLog extends LogController {
   private readonly completed: FastifyBaseLogger;

@@ -69,7 +69,7 @@ type CountedRow = { key: string; unsettled: boolean; secondsLeft: number };
 /**
  * Counts failures in `auth_failures`, shared by every instance. The limit holds for parallel
  * attempts: one is admitted while failures plus attempts in flight stay under it, counted under
- * a per-key advisory lock (docs/architecture-notes.md, "Failed authentication limit").
+ * a per-key advisory lock (docs/architecture.md, "Failed authentication limit").
  */
 export class AuthFailureLimiter {
   private lastPurge = 0;

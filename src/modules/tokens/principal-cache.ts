@@ -23,7 +23,7 @@ type Entry = {
 /**
  * Live tokens' principals, kept so a request costs no round trip for its token. Revocation still
  * holds: triggers notify `principals_changed`, and while that channel is not heard nothing is
- * served from memory (docs/architecture-notes.md, "Principal cache").
+ * served from memory (docs/architecture.md, "Principal cache").
  */
 export class PrincipalCache {
   private readonly entries = new Map<string, Entry>();
