@@ -1,5 +1,3 @@
-import type { Db } from "../db/client.js";
-
 const MAX_GROUP = 500;
 
 type Waiting<T, R> = { item: T; resolve: (result: R) => void; reject: (error: unknown) => void };
@@ -50,17 +48,4 @@ export function grouped<T, R>(
       waiting.push({ item, resolve, reject });
       if (!running) void drain();
     });
-}
-
-const groups = new WeakMap<Db, Map<string, unknown>>();
-
-/** One group per database handle and name, made on first use. */
-export function groupFor<F>(db: Db, name: string, make: () => F): F {
-  const ofDb = groups.get(db) ?? new Map<string, unknown>();
-  groups.set(db, ofDb);
-  const existing = ofDb.get(name) as F | undefined;
-  if (existing !== undefined) return existing;
-  const made = make();
-  ofDb.set(name, made);
-  return made;
 }

@@ -39,7 +39,7 @@ const MAX_URL_LENGTH = 2048;
 
 // Outside production a developer may point a webhook at a receiver on their own machine, over
 // plain http too.
-const LOCAL_HTTP_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+const LOCAL_HTTP_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 // IANA's global unicast block (RFC 4291 §2.4); everything else in the v6 space outside the
 // embedded-v4 forms handled below (IPv4-compatible ::/96, IETF-reserved space) is not a receiver.
