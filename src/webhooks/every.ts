@@ -1,5 +1,5 @@
 /** A task run on an interval, and at once when woken. */
-export type Loop = { wake(): void; stop(): Promise<void> };
+type Loop = { wake(): void; stop(): Promise<void> };
 
 /**
  * Runs `task` every `intervalMs`, and at once when woken. A wake while the task runs makes it

@@ -10,14 +10,14 @@ import { isForbiddenAddress, type WebhookNetwork } from "./url-policy.js";
  * refused in every mode before any connection is attempted.
  */
 
-export interface WebhookRequest {
+interface WebhookRequest {
   url: string;
   /** The exact bytes that were signed; sent unchanged. */
   body: Buffer;
   headers: Record<string, string>;
 }
 
-export interface WebhookPostOptions extends WebhookNetwork {
+interface WebhookPostOptions extends WebhookNetwork {
   /** Bound on the whole exchange: connect, headers and body. */
   timeoutMs?: number;
 }
