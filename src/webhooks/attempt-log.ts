@@ -18,10 +18,9 @@ export type AttemptRecord = {
 };
 
 /**
- * Writes many attempts in one statement (atomic): each attempt row, each delivery's new state,
- * and each webhook's failure streak, taken from its latest attempt in the set. A webhook row is
- * written only when its streak starts, ends or disables it, so that concurrent deliveries to one
- * webhook do not queue on its row lock.
+ * Writes many attempts, their deliveries' new states and their webhooks' failure streaks in one
+ * statement. A webhook row is written only when its streak starts, ends or disables it, so
+ * concurrent deliveries to one webhook do not queue on its row lock.
  */
 export async function writeAttempts(db: Db, autoDisableDays: number, records: AttemptRecord[]) {
   const disableBefore = new Date(Date.now() - autoDisableDays * 86_400_000).toISOString();

@@ -25,11 +25,9 @@ export type CircuitBreakers = {
 type Claimed = { id: string; cooldown_seconds: number; failures: number };
 
 /**
- * A circuit breaker per webhook. Each worker counts the outcomes of its own attempts; the
- * breaker's state lives on the webhook's row, so every worker honours it. Open: no attempts, its
- * due deliveries wait in Postgres. After the cooldown one worker claims the probe and attempts the
- * oldest due delivery: a success closes the breaker and `release` queues the waiting deliveries
- * in event order; a failure opens it again for twice the cooldown, up to the maximum.
+ * A circuit breaker per webhook (docs/webhooks.md): each worker counts its own attempts, and the
+ * state lives on the webhook's row so every worker honours it. After the cooldown one worker
+ * probes; success releases what waited, failure doubles the cooldown up to the maximum.
  */
 export function createCircuitBreakers(options: {
   db: Db;

@@ -4,10 +4,8 @@ import type { Agent, buildConnector } from "undici";
 import { isForbiddenAddress, type WebhookNetwork } from "./url-policy.js";
 
 /**
- * The HTTP POST that delivers one webhook (spec, "Events": a 2xx within 10 seconds is success,
- * anything else is retried). Redirects are never followed, the response is read only up to a
- * small cap, and private and reserved addresses (but those the network policy excepts) are
- * refused in every mode before any connection is attempted.
+ * The HTTP POST that delivers one webhook (spec, "Events": a 2xx within 10 seconds is success).
+ * No redirects, a capped response, and forbidden addresses refused before any connection.
  */
 
 interface WebhookRequest {
