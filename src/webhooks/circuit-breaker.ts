@@ -19,7 +19,8 @@ export type CircuitBreakers = {
   record(webhookId: string, ok: boolean): Promise<void>;
   /** Probes each webhook whose cooldown is over (the recovery loop's safety net calls it too). */
   probeDue(): Promise<void>;
-  close(): void;
+  /** Stops probing, and waits for the probes its timers started. */
+  close(): Promise<void>;
 };
 
 type Claimed = { id: string; cooldown_seconds: number; failures: number };
@@ -44,15 +45,17 @@ export function createCircuitBreakers(options: {
   const { windowSeconds, cooldownSeconds, maxCooldownSeconds } = config.webhooks.breaker;
   const recent = new Map<string, Recent>();
   const timers = new Set<NodeJS.Timeout>();
+  const probes = new Set<Promise<void>>();
   let closed = false;
 
   const probeLater = (delayMs: number) => {
     if (closed) return;
     const timer = setTimeout(() => {
       timers.delete(timer);
-      void probeDue().catch((err: unknown) =>
-        logger.error({ err }, "webhook breaker probe failed"),
-      );
+      const probing = probeDue()
+        .catch((err: unknown) => logger.error({ err }, "webhook breaker probe failed"))
+        .finally(() => probes.delete(probing));
+      probes.add(probing);
     }, delayMs);
     timer.unref();
     timers.add(timer);
@@ -153,10 +156,11 @@ export function createCircuitBreakers(options: {
       await open(webhookId, Math.max(failures, state.consecutiveFailures));
     },
     probeDue,
-    close() {
+    async close() {
       closed = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
+      await Promise.all(probes);
     },
   };
 }

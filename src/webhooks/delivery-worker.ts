@@ -98,7 +98,7 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
     },
     probeBreakers: () => breakers.probeDue(),
     async close() {
-      breakers.close();
+      await breakers.close();
       await dispatcher.close();
       await pipeline.close();
     },
