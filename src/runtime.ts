@@ -8,7 +8,6 @@ import { claimEmbeddedDatabase } from "./db/embedded-lock.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
 import type { WorkspaceJobs } from "./queue/jobs.js";
 import type { JobQueue } from "./queue/queue.js";
-import { closeWebhookAgents } from "./webhooks/http-client.js";
 
 /** The connections a process holds, opened in the mode the configuration selects. */
 export type Runtime = {
@@ -80,7 +79,6 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
     queue,
     async close() {
       await queue.close();
-      await closeWebhookAgents();
       redis?.disconnect();
       await database.close();
       release();

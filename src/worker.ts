@@ -1,10 +1,13 @@
 import type { Runtime } from "./runtime.js";
-import { createDeliveryWorker } from "./webhooks/jobs.js";
-import { startWebhookLoops } from "./webhooks/relay-and-recovery-loops.js";
+import { createDeliveryWorker } from "./webhooks/delivery-worker.js";
+import { listenForReleasedDeliveries } from "./webhooks/held-delivery-release.js";
+import { startRecoveryLoop } from "./webhooks/recovery-loop.js";
+import { startRelayLoop } from "./webhooks/relay-loop.js";
 
 /**
  * The webhook worker: queue consumer with bounded concurrency, the daily retry pass on its
- * cron, and the relay and recovery loops. Returns the function that stops it gracefully.
+ * cron, the relay and recovery loops, and the release of held deliveries. Returns the function
+ * that stops it gracefully and closes what it holds.
  */
 export async function startWorker(
   runtime: Pick<Runtime, "config" | "database" | "logger" | "queue">,
@@ -20,10 +23,12 @@ export async function startWorker(
     concurrency: runtime.config.workerConcurrency,
   });
   await runtime.queue.schedule("runRetryPass", runtime.config.webhooks.retryCron, {});
-  const stopLoops = await startWebhookLoops(webhookRuntime, runtime.database, deliveries);
+  const stopRelay = await startRelayLoop(webhookRuntime, runtime.database);
+  const stopReleases = await listenForReleasedDeliveries(webhookRuntime, runtime.database);
+  const stopRecovery = startRecoveryLoop(webhookRuntime, deliveries);
   runtime.logger.info("worker started");
   return async () => {
-    await stopLoops();
+    await Promise.all([stopRelay(), stopReleases(), stopRecovery()]);
     await deliveries.close();
   };
 }

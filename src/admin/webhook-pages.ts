@@ -12,7 +12,8 @@ import {
   isDeliveryStatus,
   type LogCursor,
 } from "../webhooks/delivery-log.js";
-import { enqueueAttempt, queuePing, queueRetryPass } from "../webhooks/jobs.js";
+import { enqueueAttempt, enqueueClaimedRetries, queuePing } from "../webhooks/enqueue-attempts.js";
+import { runRetryPass } from "../webhooks/retry-pass.js";
 import {
   createWebhook,
   findDelivery,
@@ -192,10 +193,13 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
   // The same pass as the daily one and `svc webhook retry-failed`, for this organisation only.
   app.post("/:org/webhooks/retry-failed", async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const queued = await queueRetryPass(
-      { db: app.db, config: app.config, logger: request.log, queue: app.queue },
-      organization.id,
+    const queued = await runRetryPass(
+      app.db,
+      app.config.webhooks.retryPasses,
+      enqueueClaimedRetries(app.queue),
+      { organizationId: organization.id },
     );
+    request.log.info({ deliveries: queued }, "webhook retry pass queued");
     leaveNotice(
       request,
       `${queued} failed ${queued === 1 ? "delivery" : "deliveries"} queued for another attempt.`,

@@ -1,6 +1,5 @@
 import { sql } from "drizzle-orm";
 import type { Db } from "../db/client.js";
-import { grouped, groupFor } from "./grouped.js";
 
 /** One attempt's outcome and the delivery state it leads to. */
 export type AttemptRecord = {
@@ -19,12 +18,11 @@ export type AttemptRecord = {
 };
 
 /**
- * Writes many attempts in one statement (atomic): each attempt row, each delivery's new state,
- * and each webhook's failure streak, taken from its latest attempt in the set. A webhook row is
- * written only when its streak starts, ends or disables it, so that concurrent deliveries to one
- * webhook do not queue on its row lock.
+ * Writes many attempts, their deliveries' new states and their webhooks' failure streaks in one
+ * statement. A webhook row is written only when its streak starts, ends or disables it, so
+ * concurrent deliveries to one webhook do not queue on its row lock.
  */
-async function writeAttempts(db: Db, autoDisableDays: number, records: AttemptRecord[]) {
+export async function writeAttempts(db: Db, autoDisableDays: number, records: AttemptRecord[]) {
   const disableBefore = new Date(Date.now() - autoDisableDays * 86_400_000).toISOString();
   const reason = `disabled automatically: every delivery failed for ${autoDisableDays} days`;
   await db.execute(sql`
@@ -69,21 +67,4 @@ async function writeAttempts(db: Db, autoDisableDays: number, records: AttemptRe
       and case when s.last_ok then w.failing_since is not null
         else w.failing_since is null
           or (w.enabled and w.failing_since <= ${disableBefore}::timestamptz) end`);
-}
-
-/** Records an attempt, in a statement shared with the attempts that finish alongside it. */
-export function recordAttempt(
-  db: Db,
-  autoDisableDays: number,
-  record: AttemptRecord,
-): Promise<void> {
-  return groupFor(db, `record-${autoDisableDays}`, () =>
-    grouped<AttemptRecord, void>(
-      async (records) => {
-        await writeAttempts(db, autoDisableDays, records);
-        return records.map(() => undefined);
-      },
-      (record) => record.deliveryId,
-    ),
-  )(record);
 }

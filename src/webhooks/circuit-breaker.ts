@@ -19,17 +19,16 @@ export type CircuitBreakers = {
   record(webhookId: string, ok: boolean): Promise<void>;
   /** Probes each webhook whose cooldown is over (the recovery loop's safety net calls it too). */
   probeDue(): Promise<void>;
-  close(): void;
+  /** Stops probing, and waits for the probes its timers started. */
+  close(): Promise<void>;
 };
 
 type Claimed = { id: string; cooldown_seconds: number; failures: number };
 
 /**
- * A circuit breaker per webhook. Each worker counts the outcomes of its own attempts; the
- * breaker's state lives on the webhook's row, so every worker honours it. Open: no attempts, its
- * due deliveries wait in Postgres. After the cooldown one worker claims the probe and attempts the
- * oldest due delivery: a success closes the breaker and `release` queues the waiting deliveries
- * in event order; a failure opens it again for twice the cooldown, up to the maximum.
+ * A circuit breaker per webhook (docs/webhooks.md): each worker counts its own attempts, and the
+ * state lives on the webhook's row so every worker honours it. After the cooldown one worker
+ * probes; success releases what waited, failure doubles the cooldown up to the maximum.
  */
 export function createCircuitBreakers(options: {
   db: Db;
@@ -46,15 +45,17 @@ export function createCircuitBreakers(options: {
   const { windowSeconds, cooldownSeconds, maxCooldownSeconds } = config.webhooks.breaker;
   const recent = new Map<string, Recent>();
   const timers = new Set<NodeJS.Timeout>();
+  const probes = new Set<Promise<void>>();
   let closed = false;
 
   const probeLater = (delayMs: number) => {
     if (closed) return;
     const timer = setTimeout(() => {
       timers.delete(timer);
-      void probeDue().catch((err: unknown) =>
-        logger.error({ err }, "webhook breaker probe failed"),
-      );
+      const probing = probeDue()
+        .catch((err: unknown) => logger.error({ err }, "webhook breaker probe failed"))
+        .finally(() => probes.delete(probing));
+      probes.add(probing);
     }, delayMs);
     timer.unref();
     timers.add(timer);
@@ -155,10 +156,11 @@ export function createCircuitBreakers(options: {
       await open(webhookId, Math.max(failures, state.consecutiveFailures));
     },
     probeDue,
-    close() {
+    async close() {
       closed = true;
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
+      await Promise.all(probes);
     },
   };
 }

@@ -9,11 +9,9 @@ import {
 import { webhookPayload } from "./payload.js";
 
 /**
- * The reads of the admin webhook page: delivery counts per hour and per day, and the delivery
- * log one keyset page at a time with every attempt of the deliveries shown. Each query starts
- * from one webhook's rows in an index (`webhook_deliveries_webhook_idx` on webhook and creation
- * time, `webhook_deliveries_webhook_status_idx` when filtered by status), so a webhook with a
- * hundred thousand deliveries costs one page of them, never a scan of the table.
+ * The delivery log's reads (the admin webhook page; `svc webhook deliveries` through
+ * `listDeliveries`): counts per hour and day, and keyset pages with every attempt. Each starts
+ * from one webhook's rows in an index, so a busy webhook costs one page, never a table scan.
  */
 
 export type DeliveryStatus = (typeof deliveryStatus.enumValues)[number];

@@ -1,20 +1,20 @@
 import { eq, inArray } from "drizzle-orm";
+import type { PgSelect } from "drizzle-orm/pg-core";
 import type { Logger } from "pino";
-
-/** What the webhook code logs with: a pino logger or a request's child of it. */
-export type WebhookLog = Pick<Logger, "info" | "warn" | "error">;
-
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import { changeEvents, webhookDeliveries, webhooks } from "../db/schema/index.js";
 import type { DeliveryTrigger } from "../queue/jobs.js";
-import { recordAttempt } from "./attempt-log.js";
-import { grouped, groupFor } from "./grouped.js";
-import { type DeliveryOutcome, postWebhook } from "./http-client.js";
+import { type AttemptRecord, writeAttempts } from "./attempt-log.js";
+import { grouped } from "./grouped.js";
+import { createWebhookHttpClient, type DeliveryOutcome } from "./http-client.js";
 import { USER_AGENT, webhookPayload } from "./payload.js";
 import { decryptSecret } from "./secret-box.js";
 import { webhookNetworkOf } from "./url-policy.js";
 import { computeSignature } from "./verify.js";
+
+/** What the webhook code logs with: a pino logger or a request's child of it. */
+export type WebhookLog = Pick<Logger, "info" | "warn" | "error">;
 
 export type DeliveryDeps = { db: Db; config: Config; logger: WebhookLog };
 
@@ -22,15 +22,27 @@ export type DeliveryDeps = { db: Db; config: Config; logger: WebhookLog };
 const DUE_SLACK_MS = 5_000;
 const RETRY_JITTER = 0.2;
 
-type Loaded = NonNullable<Awaited<ReturnType<typeof loadDelivery>>>;
-
 /**
- * The attempts' one query: each delivery, its event, and its webhook's state as it is now, so
- * that disabling a webhook or rotating its secret takes effect on the very next attempt,
- * whichever process made the change. Attempts that start together share the query.
+ * Joins the deliveries to their events and their webhooks as they are now, so disabling a
+ * webhook or rotating its secret takes effect on the very next attempt, whichever process made
+ * the change.
  */
+function ofDeliveries<Query extends PgSelect>(query: Query, deliveryIds: string[]) {
+  return query
+    .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
+    .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
+    .where(inArray(webhookDeliveries.id, deliveryIds));
+}
+
+/** One row per id asked, in its order: undefined where there is none. */
+function inOrderOf<Row>(deliveryIds: string[], rows: Row[], idOf: (row: Row) => string) {
+  const byId = new Map(rows.map((row) => [idOf(row), row]));
+  return deliveryIds.map((id) => byId.get(id));
+}
+
+/** What an attempt reads: the delivery, its event (the body), its webhook's address and secret. */
 async function loadDeliveries(db: Db, deliveryIds: string[]) {
-  const rows = await db
+  const query = db
     .select({
       delivery: webhookDeliveries,
       event: changeEvents,
@@ -42,21 +54,35 @@ async function loadDeliveries(db: Db, deliveryIds: string[]) {
       },
     })
     .from(webhookDeliveries)
-    .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
-    .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
-    .where(inArray(webhookDeliveries.id, deliveryIds));
-  const byId = new Map(rows.map((row) => [row.delivery.id, row]));
-  return deliveryIds.map((id) => byId.get(id));
+    .$dynamic();
+  const rows = await ofDeliveries(query, deliveryIds);
+  return inOrderOf(deliveryIds, rows, (row) => row.delivery.id);
 }
 
-function loadDelivery(db: Db, deliveryId: string) {
-  return groupFor(db, "load", () =>
-    grouped(
-      (ids: string[]) => loadDeliveries(db, ids),
-      (id) => id,
-    ),
-  )(deliveryId);
+/** The state `shouldAttempt` reads, without the event's body: the dispatcher's admission. */
+async function loadAttemptStates(db: Db, deliveryIds: string[]) {
+  const query = db
+    .select({
+      id: webhookDeliveries.id,
+      webhookId: webhookDeliveries.webhookId,
+      delivery: {
+        status: webhookDeliveries.status,
+        nextAttemptAt: webhookDeliveries.nextAttemptAt,
+      },
+      event: { type: changeEvents.type },
+      webhook: {
+        enabled: webhooks.enabled,
+        circuitOpenUntil: webhooks.circuitOpenUntil,
+        organizationId: webhooks.organizationId,
+      },
+    })
+    .from(webhookDeliveries)
+    .$dynamic();
+  const rows = await ofDeliveries(query, deliveryIds);
+  return inOrderOf(deliveryIds, rows, (row) => row.id);
 }
+
+type Loaded = NonNullable<Awaited<ReturnType<typeof loadDeliveries>>[number]>;
 
 /** What deciding whether to attempt needs: the delivery's state, its event type, its webhook's. */
 type AttemptState = {
@@ -78,76 +104,28 @@ function shouldAttempt({ delivery, event, webhook }: AttemptState, trigger: Deli
   return (delivery.status === "pending" || delivery.status === "failed") && due;
 }
 
-/** The state `shouldAttempt` reads, without the event's body: the dispatcher's admission. */
-async function loadAttemptStates(db: Db, deliveryIds: string[]) {
-  const rows = await db
-    .select({
-      id: webhookDeliveries.id,
-      webhookId: webhookDeliveries.webhookId,
-      delivery: {
-        status: webhookDeliveries.status,
-        nextAttemptAt: webhookDeliveries.nextAttemptAt,
-      },
-      event: { type: changeEvents.type },
-      webhook: {
-        enabled: webhooks.enabled,
-        circuitOpenUntil: webhooks.circuitOpenUntil,
-        organizationId: webhooks.organizationId,
-      },
-    })
-    .from(webhookDeliveries)
-    .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
-    .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
-    .where(inArray(webhookDeliveries.id, deliveryIds));
-  const byId = new Map(rows.map((row) => [row.id, row]));
-  return deliveryIds.map((id) => byId.get(id));
-}
-
 const SECRET_CACHE_MS = 5 * 60_000;
 const SECRET_CACHE_ENTRIES = 10_000;
-const signingSecrets = new Map<string, { secret: string; secretKey: string; until: number }>();
 
 /**
- * The signing secret of a webhook, decrypted at most once every few minutes. It is keyed by the
+ * Signing secrets by ciphertext, each decrypted at most once every few minutes. The key is the
  * ciphertext read with the delivery, so a rotated secret (a new ciphertext) is used at once.
  */
-function signingSecret(secretKey: string, ciphertext: string): string {
-  const now = Date.now();
-  const cached = signingSecrets.get(ciphertext);
-  if (cached !== undefined && cached.secretKey === secretKey && cached.until > now) {
-    return cached.secret;
-  }
-  const secret = decryptSecret(secretKey, ciphertext);
-  signingSecrets.delete(ciphertext);
-  if (signingSecrets.size >= SECRET_CACHE_ENTRIES) {
-    const oldest = signingSecrets.keys().next().value;
-    if (oldest !== undefined) signingSecrets.delete(oldest);
-  }
-  signingSecrets.set(ciphertext, { secret, secretKey, until: now + SECRET_CACHE_MS });
-  return secret;
-}
-
-/** Signs the exact bytes sent, with a timestamp taken for this attempt. */
-async function send(
-  deps: DeliveryDeps,
-  { delivery, event, webhook }: Loaded,
-): Promise<{ outcome: DeliveryOutcome; headers: Record<string, string> }> {
-  const body = Buffer.from(JSON.stringify(webhookPayload(event)));
-  const timestamp = Math.floor(Date.now() / 1000);
-  const secret = signingSecret(deps.config.secretKey, webhook.secretCiphertext);
-  const headers = {
-    "Content-Type": "application/json",
-    "User-Agent": USER_AGENT,
-    "X-Service-Event": event.type,
-    "X-Service-Delivery": delivery.id,
-    "X-Service-Timestamp": String(timestamp),
-    "X-Service-Signature": computeSignature(secret, timestamp, body),
+function createSigningSecretCache(secretKey: string): (ciphertext: string) => string {
+  const secrets = new Map<string, { secret: string; until: number }>();
+  return (ciphertext) => {
+    const now = Date.now();
+    const cached = secrets.get(ciphertext);
+    if (cached !== undefined && cached.until > now) return cached.secret;
+    const secret = decryptSecret(secretKey, ciphertext);
+    secrets.delete(ciphertext);
+    if (secrets.size >= SECRET_CACHE_ENTRIES) {
+      const oldest = secrets.keys().next().value;
+      if (oldest !== undefined) secrets.delete(oldest);
+    }
+    secrets.set(ciphertext, { secret, until: now + SECRET_CACHE_MS });
+    return secret;
   };
-  const outcome = await postWebhook(
-    { url: webhook.url, body, headers },
-    { ...webhookNetworkOf(deps.config), timeoutMs: deps.config.webhooks.deliveryTimeoutMs },
-  );
-  return { outcome, headers };
 }
 
 type NextState = {
@@ -187,69 +165,110 @@ export type AttemptReport = {
   attempts: number;
 };
 
-/**
- * Whether a queued delivery is to be attempted now, and the webhook and organisation the
- * dispatcher's caps count it by; null when it is not (delivered, not due, held, breaker open).
- */
-export async function dueDelivery(
-  db: Db,
-  deliveryId: string,
-  trigger: DeliveryTrigger,
-): Promise<{ webhookId: string; organizationId: string } | null> {
-  const state = await groupFor(db, "admit", () =>
-    grouped(
-      (ids: string[]) => loadAttemptStates(db, ids),
-      (id) => id,
-    ),
-  )(deliveryId);
-  if (state === undefined || !shouldAttempt(state, trigger)) return null;
-  return { webhookId: state.webhookId, organizationId: state.webhook.organizationId };
-}
+/** The delivery code with the state it keeps: built once per process, closed by one call. */
+export type DeliveryPipeline = {
+  /**
+   * Whether a queued delivery is to be attempted now, and the webhook and organisation the
+   * dispatcher's caps count it by; null when it is not (delivered, not due, held, breaker open).
+   */
+  dueDelivery(
+    deliveryId: string,
+    trigger: DeliveryTrigger,
+  ): Promise<{ webhookId: string; organizationId: string } | null>;
+  /**
+   * One attempt of one delivery: the single code path of first tries, quick retries, the daily
+   * pass and manual redelivery. Postgres holds the outcome; the queue only wakes it up.
+   */
+  attemptDelivery(deliveryId: string, trigger: DeliveryTrigger): Promise<AttemptReport | null>;
+  /** Closes its HTTP agents, waiting for the requests in flight. */
+  close(): Promise<void>;
+};
 
 /**
- * One attempt of one delivery: the single code path of first tries, quick retries, the daily
- * pass and manual redelivery. Postgres holds the outcome; the queue only wakes it up.
+ * Owns what attempts share: the signing-secret cache, the HTTP agents, and the grouped reads and
+ * writes (attempts that start or finish together share one statement).
  */
-export async function attemptDelivery(
-  deps: DeliveryDeps,
-  deliveryId: string,
-  trigger: DeliveryTrigger,
-): Promise<AttemptReport | null> {
-  const loaded = await loadDelivery(deps.db, deliveryId);
-  if (loaded === undefined || !shouldAttempt(loaded, trigger)) return null;
-  const attemptedAt = new Date();
-  const { outcome, headers } = await send(deps, loaded);
-  const next: NextState = outcome.ok
-    ? { status: "delivered", nextAttemptAt: null }
-    : nextStateAfterFailure(deps.config, loaded, trigger);
-  await recordAttempt(deps.db, deps.config.webhooks.autoDisableDays, {
-    deliveryId,
-    webhookId: loaded.delivery.webhookId,
-    attemptedAt,
-    durationMs: outcome.durationMs,
-    statusCode: outcome.statusCode,
-    error: outcome.error,
-    responseSnippet: outcome.responseSnippet,
-    requestHeaders: headers,
-    ok: outcome.ok,
-    status: next.status,
-    nextAttemptAt: next.nextAttemptAt,
-  });
-  deps.logger.info(
-    {
-      deliveryId,
-      trigger,
-      statusCode: outcome.statusCode,
-      error: outcome.error,
-      status: next.status,
+export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): DeliveryPipeline {
+  const http = createWebhookHttpClient();
+  const signingSecret = createSigningSecretCache(config.secretKey);
+  const byId = (id: string) => id;
+  const loadDelivery = grouped((ids: string[]) => loadDeliveries(db, ids), byId);
+  const loadAttemptState = grouped((ids: string[]) => loadAttemptStates(db, ids), byId);
+  const recordAttempt = grouped<AttemptRecord, void>(
+    async (records) => {
+      await writeAttempts(db, config.webhooks.autoDisableDays, records);
+      return records.map(() => undefined);
     },
-    "webhook delivery attempted",
+    (record) => record.deliveryId,
   );
+
+  /** Signs the exact bytes sent, with a timestamp taken for this attempt. */
+  const send = async ({ delivery, event, webhook }: Loaded) => {
+    const body = Buffer.from(JSON.stringify(webhookPayload(event)));
+    const timestamp = Math.floor(Date.now() / 1000);
+    const secret = signingSecret(webhook.secretCiphertext);
+    const headers = {
+      "Content-Type": "application/json",
+      "User-Agent": USER_AGENT,
+      "X-Service-Event": event.type,
+      "X-Service-Delivery": delivery.id,
+      "X-Service-Timestamp": String(timestamp),
+      "X-Service-Signature": computeSignature(secret, timestamp, body),
+    };
+    const outcome = await http.post(
+      { url: webhook.url, body, headers },
+      { ...webhookNetworkOf(config), timeoutMs: config.webhooks.deliveryTimeoutMs },
+    );
+    return { outcome, headers };
+  };
+
   return {
-    deliveryId,
-    outcome,
-    status: next.status,
-    retryAt: next.nextAttemptAt,
-    attempts: loaded.delivery.attempts + 1,
+    async dueDelivery(deliveryId, trigger) {
+      const state = await loadAttemptState(deliveryId);
+      if (state === undefined || !shouldAttempt(state, trigger)) return null;
+      return { webhookId: state.webhookId, organizationId: state.webhook.organizationId };
+    },
+
+    async attemptDelivery(deliveryId, trigger) {
+      const loaded = await loadDelivery(deliveryId);
+      if (loaded === undefined || !shouldAttempt(loaded, trigger)) return null;
+      const attemptedAt = new Date();
+      const { outcome, headers } = await send(loaded);
+      const next: NextState = outcome.ok
+        ? { status: "delivered", nextAttemptAt: null }
+        : nextStateAfterFailure(config, loaded, trigger);
+      await recordAttempt({
+        deliveryId,
+        webhookId: loaded.delivery.webhookId,
+        attemptedAt,
+        durationMs: outcome.durationMs,
+        statusCode: outcome.statusCode,
+        error: outcome.error,
+        responseSnippet: outcome.responseSnippet,
+        requestHeaders: headers,
+        ok: outcome.ok,
+        status: next.status,
+        nextAttemptAt: next.nextAttemptAt,
+      });
+      logger.info(
+        {
+          deliveryId,
+          trigger,
+          statusCode: outcome.statusCode,
+          error: outcome.error,
+          status: next.status,
+        },
+        "webhook delivery attempted",
+      );
+      return {
+        deliveryId,
+        outcome,
+        status: next.status,
+        retryAt: next.nextAttemptAt,
+        attempts: loaded.delivery.attempts + 1,
+      };
+    },
+
+    close: () => http.close(),
   };
 }

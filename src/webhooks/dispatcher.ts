@@ -20,10 +20,8 @@ export type DispatchLimits = {
 };
 
 /**
- * - `queued`: it will be attempted;
- * - `duplicate`: it is already waiting or in flight here;
- * - `left`: no room (or closing), so it stays due in Postgres: the dispatcher refills the
- *   webhook's line from there once it has room, or else the recovery loop finds it.
+ * `queued`: it will be attempted; `duplicate`: already waiting or in flight here; `left`: no room
+ * (or closing), so it stays due in Postgres for the refill or the recovery loop.
  */
 type SubmitResult = "queued" | "duplicate" | "left";
 
@@ -45,11 +43,9 @@ type WebhookLine = {
 };
 
 /**
- * Runs delivery attempts outside the queue's slots, fairly: a FIFO per webhook, at most
- * `concurrency` attempts in flight in total and a cap per webhook and per organisation, the next
- * attempt taken round-robin among the webhooks under their caps. A slow receiver waits behind
- * itself only. Memory holds ids only, and only of deliveries whose row still says due, so a
- * crash loses nothing: the recovery loop finds them in Postgres.
+ * Runs attempts outside the queue's slots, round-robin among webhooks under their caps, so a slow
+ * receiver waits behind itself only (docs/webhooks.md, "Fairness"). It holds ids of deliveries
+ * still due in Postgres, so a crash loses nothing.
  */
 export function createDeliveryDispatcher(options: {
   limits: DispatchLimits;

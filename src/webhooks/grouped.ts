@@ -1,14 +1,11 @@
-import type { Db } from "../db/client.js";
-
 const MAX_GROUP = 500;
 
 type Waiting<T, R> = { item: T; resolve: (result: R) => void; reject: (error: unknown) => void };
 
 /**
- * Group commit: an item submitted while no run is in flight goes at once, alone; items that
- * arrive while one runs go together in the next. At rest nothing waits, and under load one
- * statement serves many deliveries. Items with the same key never share a run. `run` answers
- * one result per item, in order; if it fails, every item of its run fails.
+ * Group commit: an item goes at once when no run is in flight, else with the others that arrive
+ * meanwhile, in the next run (never two of one key). `run` answers one result per item, in order;
+ * if it fails, every item of its run fails.
  */
 export function grouped<T, R>(
   run: (items: T[]) => Promise<R[]>,
@@ -50,17 +47,4 @@ export function grouped<T, R>(
       waiting.push({ item, resolve, reject });
       if (!running) void drain();
     });
-}
-
-const groups = new WeakMap<Db, Map<string, unknown>>();
-
-/** One group per database handle and name, made on first use. */
-export function groupFor<F>(db: Db, name: string, make: () => F): F {
-  const ofDb = groups.get(db) ?? new Map<string, unknown>();
-  groups.set(db, ofDb);
-  const existing = ofDb.get(name) as F | undefined;
-  if (existing !== undefined) return existing;
-  const made = make();
-  ofDb.set(name, made);
-  return made;
 }

@@ -4,20 +4,18 @@ import type { Agent, buildConnector } from "undici";
 import { isForbiddenAddress, type WebhookNetwork } from "./url-policy.js";
 
 /**
- * The HTTP POST that delivers one webhook (spec, "Events": a 2xx within 10 seconds is success,
- * anything else is retried). Redirects are never followed, the response is read only up to a
- * small cap, and private and reserved addresses (but those the network policy excepts) are
- * refused in every mode before any connection is attempted.
+ * The HTTP POST that delivers one webhook (spec, "Events": a 2xx within 10 seconds is success).
+ * No redirects, a capped response, and forbidden addresses refused before any connection.
  */
 
-export interface WebhookRequest {
+interface WebhookRequest {
   url: string;
   /** The exact bytes that were signed; sent unchanged. */
   body: Buffer;
   headers: Record<string, string>;
 }
 
-export interface WebhookPostOptions extends WebhookNetwork {
+interface WebhookPostOptions extends WebhookNetwork {
   /** Bound on the whole exchange: connect, headers and body. */
   timeoutMs?: number;
 }
@@ -33,13 +31,6 @@ export interface DeliveryOutcome {
 const DEFAULT_TIMEOUT_MS = 10_000;
 
 type Undici = typeof import("undici");
-let undiciLoading: Promise<Undici> | undefined;
-// Loaded by the first delivery rather than at start: a tenth of a second of the embedded
-// default's start, for a process that may not deliver for a while.
-const loadUndici = () => {
-  undiciLoading ??= import("undici");
-  return undiciLoading;
-};
 
 // A small body is drained so the keep-alive connection can be reused; anything bigger is cut off
 // and its connection destroyed, so a receiver streaming megabytes costs us nothing.
@@ -134,35 +125,13 @@ function buildAllowedOnlyConnector(
   };
 }
 
-// One agent per mode for the life of the process: a pool of keep-alive connections per origin,
-// so a receiver's connections are reused (the connector checks each new one). Connections per
-// origin are not capped here: the worker's concurrency bounds the requests in flight, and a cap
-// below it would only queue deliveries inside the agent, where the 10 s limit is already running.
+// A pool of keep-alive connections per origin, so a receiver's connections are reused (the
+// connector checks each new one). Connections per origin are not capped: the worker's concurrency
+// bounds the requests in flight, and a lower cap would queue deliveries behind the 10 s limit.
 const AGENT_OPTIONS = {
   keepAliveTimeout: 10_000,
   keepAliveMaxTimeout: 60_000,
 } as const;
-
-// One agent per network policy (a process has one), each checking every connection it opens.
-const agents = new Map<string, Agent>();
-
-function agentFor(undici: Undici, network: WebhookNetwork): Agent {
-  const key = `${network.production}|${(network.allowedPrivateRanges ?? []).join(",")}`;
-  let agent = agents.get(key);
-  if (agent === undefined) {
-    const connect = buildAllowedOnlyConnector(undici, network);
-    agent = new undici.Agent({ ...AGENT_OPTIONS, connect });
-    agents.set(key, agent);
-  }
-  return agent;
-}
-
-/** Closes the shared agents (waiting for requests in flight); call on shutdown. */
-export async function closeWebhookAgents(): Promise<void> {
-  const open = [...agents.values()];
-  agents.clear();
-  await Promise.all(open.map((agent) => agent.close()));
-}
 
 function describeTimeout(timeoutMs: number): string {
   return timeoutMs % 1000 === 0 ? `${timeoutMs / 1000} s` : `${timeoutMs} ms`;
@@ -185,17 +154,13 @@ function decodeSnippet(bytes: Buffer): string {
   return new TextDecoder("utf-8").decode(bytes.subarray(0, SNIPPET_BYTES), { stream: true });
 }
 
-/**
- * POSTs the given bytes and headers once. Never throws: every failure is an outcome with `error`
- * set, so the caller records it as an attempt. The `User-Agent` is the caller's to set.
- */
-export async function postWebhook(
+/** One POST through `agent`, the whole exchange bounded by `timeoutMs`. */
+async function postWith(
+  undici: Undici,
+  agent: Agent,
   webhook: WebhookRequest,
-  options: WebhookPostOptions,
+  timeoutMs: number,
 ): Promise<DeliveryOutcome> {
-  // Before the clock starts: loading undici is not the receiver's time.
-  const undici = await loadUndici();
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const signal = AbortSignal.timeout(timeoutMs);
   const startedAt = performance.now();
   let statusCode: number | null = null;
@@ -215,7 +180,7 @@ export async function postWebhook(
       method: "POST",
       headers: webhook.headers,
       body: webhook.body,
-      dispatcher: agentFor(undici, options),
+      dispatcher: agent,
       signal,
     });
     statusCode = response.statusCode;
@@ -243,4 +208,46 @@ export async function postWebhook(
     return outcome(`HTTP ${statusCode} (redirects are not followed)`);
   }
   return outcome(`HTTP ${statusCode}`);
+}
+
+export type WebhookHttpClient = {
+  /**
+   * POSTs the given bytes and headers once. Never throws: every failure is an outcome with
+   * `error` set, so the caller records it as an attempt. The `User-Agent` is the caller's to set.
+   */
+  post(webhook: WebhookRequest, options: WebhookPostOptions): Promise<DeliveryOutcome>;
+  /** Closes its agents, waiting for the requests in flight. */
+  close(): Promise<void>;
+};
+
+/** An HTTP client with one agent per network policy (a process has one), each checking its connections. */
+export function createWebhookHttpClient(): WebhookHttpClient {
+  // Loaded by the first delivery rather than at start: a tenth of a second of the embedded
+  // default's start, for a process that may not deliver for a while.
+  let undiciLoading: Promise<Undici> | undefined;
+  const agents = new Map<string, Agent>();
+  const agentFor = (undici: Undici, network: WebhookNetwork): Agent => {
+    const key = `${network.production}|${(network.allowedPrivateRanges ?? []).join(",")}`;
+    let agent = agents.get(key);
+    if (agent === undefined) {
+      const connect = buildAllowedOnlyConnector(undici, network);
+      agent = new undici.Agent({ ...AGENT_OPTIONS, connect });
+      agents.set(key, agent);
+    }
+    return agent;
+  };
+  return {
+    async post(webhook, options) {
+      // Before the clock starts: loading undici is not the receiver's time.
+      undiciLoading ??= import("undici");
+      const undici = await undiciLoading;
+      const agent = agentFor(undici, options);
+      return postWith(undici, agent, webhook, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+    },
+    async close() {
+      const open = [...agents.values()];
+      agents.clear();
+      await Promise.all(open.map((agent) => agent.close()));
+    },
+  };
 }

@@ -4,13 +4,9 @@ import { type Db, rowsOf } from "../db/client.js";
 const BATCH_SIZE = 200;
 
 /**
- * Fans change events out into delivery rows, one per webhook of the event's organisation
- * subscribed to its type, enabled or not (a disabled webhook's deliveries are held until it is
- * enabled again, never dropped), in one statement (one round trip, atomic). Events are
- * claimed with FOR UPDATE SKIP LOCKED (ids can commit out of order, so no "last seen id"),
- * which lets several relays run side by side without fanning an event out twice; the unique
- * (event, webhook) index is the last guard. Returns the new deliveries of enabled webhooks, for
- * the caller to enqueue after the commit.
+ * Fans change events out into one delivery per subscribed webhook, held if it is disabled, in one
+ * statement. SKIP LOCKED lets relays run side by side (ids commit out of order, so no "last seen
+ * id"). Returns the new deliveries of enabled webhooks, to enqueue after the commit.
  */
 export async function fanOutChangeEvents(
   db: Db,

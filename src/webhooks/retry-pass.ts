@@ -7,11 +7,9 @@ export type ClaimedRetry = { id: string; passes: number };
 const PASS_BATCH_SIZE = 500;
 
 /**
- * One batch of the daily pass (spec: "retried on the daily pass"), read from Postgres, never
- * from the queue: deliveries whose last attempt failed and that have passes left, including
- * those still waiting for a quick retry (the pass takes them over), after `after` in id order.
- * Claiming spends one pass and makes the delivery due now, so that if its job is lost the
- * recovery loop finds it again.
+ * One batch of the daily pass (spec: "retried on the daily pass"), from Postgres: failed
+ * deliveries with passes left, after `after` in id order. Claiming spends a pass and makes the
+ * delivery due now, so the recovery loop finds it again if its job is lost.
  */
 async function claimRetryBatch(
   db: Db,
@@ -54,10 +52,9 @@ export async function reviveExhaustedDeliveries(db: Db): Promise<number> {
 }
 
 /**
- * The daily pass, wherever it is started (the worker's cron, the admin area's button,
- * `svc webhook retry-failed`): claims in Postgres a batch at a time, in id order so no delivery
- * is claimed twice in one pass, and hands each batch to `retry` before claiming the next.
- * Returns how many were claimed.
+ * The daily pass, from the worker's cron, the admin button or `svc webhook retry-failed`: claims
+ * a batch at a time in id order (none twice) and hands each to `retry` before the next. Returns
+ * how many were claimed.
  */
 export async function runRetryPass(
   db: Db,

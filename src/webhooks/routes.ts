@@ -3,7 +3,7 @@ import { writerOf } from "../http/auth.js";
 import { ok } from "../http/envelope.js";
 import { apiRoute } from "../http/route-schema.js";
 import { withWriteEffect } from "../modules/change-events/write-effects.js";
-import { queuePing } from "./jobs.js";
+import { queuePing } from "./enqueue-attempts.js";
 import { pingInputSchema, pingResultSchema } from "./schemas.js";
 
 export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {

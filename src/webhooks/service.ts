@@ -1,4 +1,4 @@
-import { and, asc, count, desc, eq, sql } from "drizzle-orm";
+import { and, asc, count, eq, sql } from "drizzle-orm";
 import type { Config } from "../config.js";
 import { InvalidRequest, NotFound } from "../core/errors.js";
 import type { Db } from "../db/client.js";
@@ -6,7 +6,6 @@ import { assertRowReturned } from "../db/returned-row.js";
 import {
   changeEvents,
   organizations,
-  webhookAttempts,
   webhookDeliveries,
   webhookSubscriptions,
   webhooks,
@@ -16,6 +15,7 @@ import {
   catalogueEntry,
   changeEventCatalogue,
 } from "../modules/change-events/catalogue.js";
+import { deliveryLogPage } from "./delivery-log.js";
 import { DELIVERIES_RELEASED } from "./relay.js";
 import { encryptSecret, generateSigningSecret } from "./secret-box.js";
 import { checkWebhookUrl, type WebhookNetwork, webhookNetworkOf } from "./url-policy.js";
@@ -203,71 +203,49 @@ export type DeliverySummary = {
   type: string;
   status: string;
   attempts: number;
-  passes: number;
   lastStatusCode: number | null;
   lastError: string | null;
   /** Every attempt's answer, oldest first: its status code, or its error when none came. */
-  responses: string[];
+  responses: (string | null)[];
   lastAttemptAt: string | null;
   nextAttemptAt: string | null;
   createdAt: string;
 };
 
-/** The delivery log of one webhook, newest first, with the outcome of each last attempt. */
+/**
+ * The newest deliveries of one webhook, with the outcome of each attempt: the first page of the
+ * admin area's delivery log (the same query), as `svc webhook deliveries` lists it.
+ */
 export async function listDeliveries(
   db: Db,
   input: { webhookId: string; organizationId?: string; limit?: number },
 ): Promise<DeliverySummary[]> {
   await findWebhook(db, input.webhookId, input.organizationId);
-  const history = db
-    .select({
-      responses: sql<
-        string[]
-      >`array_agg(coalesce(${webhookAttempts.statusCode}::text, ${webhookAttempts.error}) order by ${webhookAttempts.attemptedAt})`.as(
-        "responses",
+  const { deliveries } = await deliveryLogPage(db, {
+    webhookId: input.webhookId,
+    status: null,
+    eventType: null,
+    after: null,
+    limit: input.limit ?? 100,
+  });
+  return deliveries.map((delivery) => {
+    const last = delivery.attemptLog.at(-1);
+    return {
+      id: delivery.id,
+      eventId: delivery.event.id,
+      type: delivery.event.type,
+      status: delivery.status,
+      attempts: delivery.attempts,
+      lastStatusCode: last?.statusCode ?? null,
+      lastError: last?.error ?? null,
+      responses: delivery.attemptLog.map((attempt) =>
+        attempt.statusCode === null ? attempt.error : String(attempt.statusCode),
       ),
-      lastStatusCode: sql<
-        number | null
-      >`(array_agg(${webhookAttempts.statusCode} order by ${webhookAttempts.attemptedAt} desc))[1]`.as(
-        "last_status_code",
-      ),
-      lastError: sql<
-        string | null
-      >`(array_agg(${webhookAttempts.error} order by ${webhookAttempts.attemptedAt} desc))[1]`.as(
-        "last_error",
-      ),
-    })
-    .from(webhookAttempts)
-    .where(eq(webhookAttempts.deliveryId, webhookDeliveries.id))
-    .as("history");
-  const rows = await db
-    .select({
-      id: webhookDeliveries.id,
-      eventId: webhookDeliveries.changeEventId,
-      type: changeEvents.type,
-      status: webhookDeliveries.status,
-      attempts: webhookDeliveries.attempts,
-      passes: webhookDeliveries.passes,
-      lastStatusCode: history.lastStatusCode,
-      lastError: history.lastError,
-      responses: history.responses,
-      lastAttemptAt: webhookDeliveries.lastAttemptAt,
-      nextAttemptAt: webhookDeliveries.nextAttemptAt,
-      createdAt: webhookDeliveries.createdAt,
-    })
-    .from(webhookDeliveries)
-    .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
-    .leftJoinLateral(history, sql`true`)
-    .where(eq(webhookDeliveries.webhookId, input.webhookId))
-    .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.changeEventId))
-    .limit(input.limit ?? 100);
-  return rows.map((row) => ({
-    ...row,
-    responses: row.responses ?? [],
-    lastAttemptAt: row.lastAttemptAt?.toISOString() ?? null,
-    nextAttemptAt: row.nextAttemptAt?.toISOString() ?? null,
-    createdAt: row.createdAt.toISOString(),
-  }));
+      lastAttemptAt: delivery.lastAttemptAt?.toISOString() ?? null,
+      nextAttemptAt: delivery.nextAttemptAt?.toISOString() ?? null,
+      createdAt: delivery.createdAt.toISOString(),
+    };
+  });
 }
 
 /** The delivery, checked to belong to the organisation when one is given. */

@@ -39,7 +39,7 @@ const MAX_URL_LENGTH = 2048;
 
 // Outside production a developer may point a webhook at a receiver on their own machine, over
 // plain http too.
-const LOCAL_HTTP_HOSTS = new Set(["localhost", "127.0.0.1", "[::1]"]);
+const LOCAL_HTTP_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
 // IANA's global unicast block (RFC 4291 §2.4); everything else in the v6 space outside the
 // embedded-v4 forms handled below (IPv4-compatible ::/96, IETF-reserved space) is not a receiver.
@@ -95,14 +95,9 @@ function isExcepted(parsed: IPAddress, network: WebhookNetwork): boolean {
 }
 
 /**
- * True when a delivery must not reach this address: anything that is not ordinary public unicast
- * (loopback, private, shared/CGNAT, link-local including cloud metadata, unique-local, multicast,
- * broadcast, unspecified, documentation, benchmarking and other reserved ranges), in every mode,
- * unless `network` excepts it (loopback outside production, ranges the operator named). v6
- * spellings of a v4 destination are judged by the v4 address. 6to4 (2002::/16) and Teredo
- * (2001::/32) are refused outright rather than unwrapped: both are deprecated relay mechanisms
- * (RFC 7526) and a real receiver has a native address. An address that does not parse is
- * forbidden (fail closed).
+ * True when a delivery must not reach this address: anything but public unicast, unless `network`
+ * excepts it; v6 spellings of a v4 address are judged as v4, 6to4 and Teredo refused (RFC 7526),
+ * and an address that does not parse is forbidden. The ranges: docs/webhooks.md.
  */
 export function isForbiddenAddress(
   address: string,

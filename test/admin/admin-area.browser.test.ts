@@ -4,7 +4,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
-import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/jobs.js";
+import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { api } from "../support/api.js";
 import {

@@ -11,7 +11,7 @@ import {
 } from "../../src/db/schema/index.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
-import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/jobs.js";
+import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import {

@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { networkInterfaces } from "node:os";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { closeWebhookAgents, postWebhook } from "../../src/webhooks/http-client.js";
+import { createWebhookHttpClient } from "../../src/webhooks/http-client.js";
 import { isForbiddenAddress, webhookNetworkOf } from "../../src/webhooks/url-policy.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { closedPort, startConnectionCounter } from "../support/ports.js";
@@ -63,8 +63,11 @@ afterEach(async () => {
   await Promise.all(openReceivers.splice(0).map((receiver) => receiver.close()));
 });
 
+const client = createWebhookHttpClient();
+const postWebhook = client.post;
+
 afterAll(async () => {
-  await closeWebhookAgents();
+  await client.close();
 });
 
 const body = Buffer.from('{"id":1,"type":"change.created","note":"caf\u00e9"}', "utf8");

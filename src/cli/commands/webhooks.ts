@@ -1,7 +1,11 @@
 import type { Config } from "../../config.js";
 import type { Db } from "../../db/client.js";
 import { createLogger } from "../../logger.js";
-import { type AttemptReport, attemptDelivery, type DeliveryDeps } from "../../webhooks/delivery.js";
+import {
+  type AttemptReport,
+  createDeliveryPipeline,
+  type DeliveryPipeline,
+} from "../../webhooks/delivery.js";
 import {
   type ClaimedRetry,
   reviveExhaustedDeliveries,
@@ -20,8 +24,18 @@ import { CliError, UsageError } from "../cli-error.js";
 import { requireOrganizationId, withDatabase } from "../context.js";
 import { jsonArrayPrinter, printJson, printLine } from "../output.js";
 
-function deliveryDeps(db: Db, config: Config): DeliveryDeps {
-  return { db, config, logger: createLogger(config.logLevel, 2) };
+/** Runs `use` with a delivery pipeline of its own, closed when it is done. */
+async function withDeliveryPipeline<T>(
+  db: Db,
+  config: Config,
+  use: (pipeline: DeliveryPipeline) => Promise<T>,
+): Promise<T> {
+  const pipeline = createDeliveryPipeline({ db, config, logger: createLogger(config.logLevel, 2) });
+  try {
+    return await use(pipeline);
+  } finally {
+    await pipeline.close();
+  }
 }
 
 function describeAttempt(report: AttemptReport): string {
@@ -121,7 +135,9 @@ async function redeliver(args: string[]): Promise<void> {
   const deliveryId = requireIdOption(values.delivery, "delivery", "a delivery");
   const report = await withDatabase(async (db, config) => {
     await findDelivery(db, deliveryId);
-    return attemptDelivery(deliveryDeps(db, config), deliveryId, "manual");
+    return withDeliveryPipeline(db, config, (pipeline) =>
+      pipeline.attemptDelivery(deliveryId, "manual"),
+    );
   });
   if (report === null) throw new CliError(`Delivery ${deliveryId} could not be attempted`);
   if (values.json)
@@ -161,21 +177,24 @@ async function retryFailed(args: string[]): Promise<void> {
   let retried = 0;
   await withDatabase(async (db, config) => {
     if (values["include-exhausted"]) await reviveExhaustedDeliveries(db);
-    const deps = deliveryDeps(db, config);
-    const retryOne = async ({ id }: ClaimedRetry) => {
-      const report = await attemptDelivery(deps, id, "pass");
-      if (report === null) return;
-      retried++;
-      if (json === undefined) return printLine(`  ${describeAttempt(report)}`);
-      json.item({
-        id: report.deliveryId,
-        status: report.status,
-        statusCode: report.outcome.statusCode,
-        error: report.outcome.error,
-      });
-    };
-    await runRetryPass(db, config.webhooks.retryPasses, (batch) =>
-      sendAll(batch, config.workerConcurrency, retryOne),
+    const retryOne =
+      (pipeline: DeliveryPipeline) =>
+      async ({ id }: ClaimedRetry) => {
+        const report = await pipeline.attemptDelivery(id, "pass");
+        if (report === null) return;
+        retried++;
+        if (json === undefined) return printLine(`  ${describeAttempt(report)}`);
+        json.item({
+          id: report.deliveryId,
+          status: report.status,
+          statusCode: report.outcome.statusCode,
+          error: report.outcome.error,
+        });
+      };
+    await withDeliveryPipeline(db, config, (pipeline) =>
+      runRetryPass(db, config.webhooks.retryPasses, (batch) =>
+        sendAll(batch, config.workerConcurrency, retryOne(pipeline)),
+      ),
     );
   });
   if (json !== undefined) return json.end();
