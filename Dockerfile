@@ -1,6 +1,6 @@
 # Build stage: compile TypeScript with the full dependency tree (npm ci runs the `prepare`
 # build, so the sources must be there first).
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
@@ -10,11 +10,11 @@ COPY src ./src
 # migrations.
 COPY scripts/bundle.ts ./scripts/bundle.ts
 COPY migrations ./migrations
-RUN npm ci --no-audit --no-fund && npm prune --omit=dev
+RUN npm ci --engine-strict --no-audit --no-fund && npm prune --omit=dev
 
 # Runtime stage: compiled JavaScript, production dependencies, migrations and templates, as a
 # non-root user.
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build --chown=node:node /app/node_modules ./node_modules

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, readlinkSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -32,7 +32,8 @@ function serviceProcessOf(npmPid: number): number {
       .map(Number);
   const pending = [npmPid];
   for (let pid = pending.shift(); pid !== undefined; pid = pending.shift()) {
-    const isNode = readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "node";
+    // The executable rather than the thread name (`comm`), which Node 24 sets to "MainThread".
+    const isNode = path.basename(readlinkSync(`/proc/${pid}/exe`)) === "node";
     if (isNode && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("svc.mjs")) return pid;
     pending.push(...children(pid));
   }
