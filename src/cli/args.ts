@@ -1,4 +1,5 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import type { z } from "zod";
 import { parseDuration } from "../config.js";
 import { UsageError } from "./cli-error.js";
 
@@ -49,4 +50,25 @@ export function parseDurationOption(input: string, flag: string): number {
     );
   }
   return seconds;
+}
+
+/**
+ * Options parsed by the schema the service parses its input with: a refusal names the flag each
+ * field came from (`flags` maps field to flag), in the schema's own words.
+ */
+export function parseOptions<T extends z.ZodType>(
+  schema: T,
+  input: Record<string, unknown>,
+  flags: Record<string, string>,
+): z.output<T> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  const reasons = result.error.issues.map((issue) => {
+    const [field] = issue.path;
+    const flag = typeof field === "string" ? flags[field] : undefined;
+    return flag === undefined
+      ? `${issue.path.join(".") || "input"}: ${issue.message}`
+      : `--${flag} ${issue.message}`;
+  });
+  throw new UsageError(reasons.join("; "));
 }
