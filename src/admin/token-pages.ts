@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { allScopes, isScope, type Scope, scopeDescriptions } from "../core/scopes.js";
+import { tokenNameSchema } from "../modules/tokens/schemas.js";
 import { createToken } from "../modules/tokens/service.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
 import {
@@ -15,7 +16,6 @@ import { findOrganizationToken, listOrganizationTokens, revokeMintedToken } from
 
 /** The expiries the mint form offers, in days; empty means the token does not expire. */
 const EXPIRY_DAYS = ["", "1", "7", "30", "90", "365"] as const;
-const MAX_NAME_LENGTH = 100;
 
 const scopeChoices = allScopes.map((scope) => ({ scope, description: scopeDescriptions[scope] }));
 
@@ -41,8 +41,9 @@ const tokenList = listPage<MintForm>(
 );
 
 function checkMintForm(form: MintForm): FieldRefusal | null {
-  if (form.name.length > MAX_NAME_LENGTH)
-    return { field: "name", message: `The name may have at most ${MAX_NAME_LENGTH} characters.` };
+  const name = tokenNameSchema.safeParse(form.name);
+  if (!name.success)
+    return { field: "name", message: `The name ${name.error.issues[0]?.message}.` };
   if (form.scopes.length === 0) return { field: "scopes", message: "Choose at least one scope." };
   const unknown = form.scopes.filter((scope) => !isScope(scope));
   if (unknown.length > 0)
