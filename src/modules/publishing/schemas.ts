@@ -27,7 +27,7 @@ const storableJson = z.custom<JsonValue>(
   `must be a JSON value with finite numbers, and strings that ${UNSTORABLE_TEXT}`,
 );
 
-export const componentHealthSchema = z.enum(componentHealth.enumValues, {
+const componentHealthSchema = z.enum(componentHealth.enumValues, {
   error: `must be one of ${componentHealth.enumValues.join(", ")}`,
 });
 export type ComponentHealth = z.output<typeof componentHealthSchema>;
