@@ -41,6 +41,9 @@ const publisher = z.object({
   actorId: z.string().nullish(),
 });
 
+/** What every publication names, once parsed. */
+export type Publisher = z.output<typeof publisher>;
+
 export const specPublicationSchema = publisher.extend({
   specSlug: z.string(),
   value: storableJson,

@@ -26,6 +26,7 @@ import {
   type ComponentHealth,
   type ComponentPublication,
   componentPublicationSchema,
+  type Publisher,
   type SpecPublication,
   specPublicationSchema,
 } from "./schemas.js";
@@ -157,13 +158,7 @@ type PublishingKind<Snapshot extends Record<string, unknown>> = {
   dependents(ownerId: string): SQL;
 };
 
-type Target = {
-  organizationSlug: string;
-  projectSlug: string;
-  slug: string;
-  version: string;
-  actorId?: string | null | undefined;
-};
+type Target = Publisher & { slug: string };
 
 /**
  * The one publishing path: in one transaction, the new published version, its change event
