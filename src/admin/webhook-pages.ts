@@ -78,7 +78,7 @@ const logCursor = z.string({ error: "must be sent once" }).transform((text, cont
   return cursor;
 });
 
-/** The log's filters and position; the event type is checked against the webhook's own. */
+/** The log's filters and position, in the shape the filter form and the page links send. */
 const logQuery = z
   .object({
     status: unlessEmpty(z.enum(deliveryStatuses, { error: "is not a delivery status" })),
@@ -91,7 +91,8 @@ const logQuery = z
     message: "cannot be sent with before",
   });
 
-function logFilters(query: z.output<typeof logQuery>, eventTypes: string[]): LogFilters {
+/** The parsed query as the log's filters; an event type the webhook cannot receive is refused. */
+function filtersOfQuery(query: z.output<typeof logQuery>, eventTypes: string[]): LogFilters {
   const eventType = query.event ?? null;
   if (eventType !== null && !eventTypes.includes(eventType)) {
     throw new PageError(400, "Request not accepted", "event: is not an event type of this webhook");
@@ -151,7 +152,7 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     if (webhook === undefined) throw new PageError(404, "Not found", "There is no such webhook.");
     // A ping is a change.created delivery, whatever the webhook subscribes to.
     const eventTypes = [...new Set([...webhook.events, "change.created"])];
-    const filters = logFilters(request.query, eventTypes);
+    const filters = filtersOfQuery(request.query, eventTypes);
     const now = new Date();
     const [activity, log] = await Promise.all([
       deliveryActivity(app.db, webhookId, now),
