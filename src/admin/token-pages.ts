@@ -90,29 +90,22 @@ export const tokenPages: FastifyPluginAsyncZod = async (app) => {
   });
 
   // The confirmation step is a page of its own, so it works without JavaScript (the CSP has none).
-  app.get(
-    "/:org/tokens/:id/revoke",
-    { schema: { params: recordParams } },
-    async (request, reply) => {
-      const { organization } = adminContextOf(request);
-      const token = await findOrganizationToken(app.db, organization.id, request.params.id);
-      if (token === null) throw new PageError(404, "Not found", "There is no such token.");
-      return renderAdminPage(request, reply, "tokens", "admin/token-revoke", {
-        title: "Revoke this token?",
-        token,
-      });
-    },
-  );
+  const revokeSchema = { params: recordParams };
+  app.get("/:org/tokens/:id/revoke", { schema: revokeSchema }, async (request, reply) => {
+    const { organization } = adminContextOf(request);
+    const token = await findOrganizationToken(app.db, organization.id, request.params.id);
+    if (token === null) throw new PageError(404, "Not found", "There is no such token.");
+    return renderAdminPage(request, reply, "tokens", "admin/token-revoke", {
+      title: "Revoke this token?",
+      token,
+    });
+  });
 
-  app.post(
-    "/:org/tokens/:id/revoke",
-    { schema: { params: recordParams } },
-    async (request, reply) => {
-      const { organization } = adminContextOf(request);
-      const revoked = await revokeMintedToken(app.db, organization.id, request.params.id);
-      app.principals.forgetOrganization(organization.id);
-      leaveNotice(request, revoked ? "Token revoked." : "That token was already revoked.");
-      return reply.redirect(sectionPath(request, "tokens"), 303);
-    },
-  );
+  app.post("/:org/tokens/:id/revoke", { schema: revokeSchema }, async (request, reply) => {
+    const { organization } = adminContextOf(request);
+    const revoked = await revokeMintedToken(app.db, organization.id, request.params.id);
+    app.principals.forgetOrganization(organization.id);
+    leaveNotice(request, revoked ? "Token revoked." : "That token was already revoked.");
+    return reply.redirect(sectionPath(request, "tokens"), 303);
+  });
 };

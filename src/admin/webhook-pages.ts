@@ -195,25 +195,18 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     });
   });
 
+  const webhookSchema = { params: recordParams };
   for (const [action, enabled] of [
     ["enable", true],
     ["disable", false],
   ] as const) {
-    app.post(
-      `/:org/webhooks/:id/${action}`,
-      { schema: { params: recordParams } },
-      async (request, reply) => {
-        const { organization } = adminContextOf(request);
-        const webhookId = request.params.id;
-        await setWebhookEnabled(app.db, {
-          id: webhookId,
-          enabled,
-          organizationId: organization.id,
-        });
-        leaveNotice(request, enabled ? "Webhook enabled." : "Webhook disabled.");
-        return reply.redirect(webhookPath(request, webhookId), 303);
-      },
-    );
+    app.post(`/:org/webhooks/:id/${action}`, { schema: webhookSchema }, async (request, reply) => {
+      const { organization } = adminContextOf(request);
+      const webhookId = request.params.id;
+      await setWebhookEnabled(app.db, { id: webhookId, enabled, organizationId: organization.id });
+      leaveNotice(request, enabled ? "Webhook enabled." : "Webhook disabled.");
+      return reply.redirect(webhookPath(request, webhookId), 303);
+    });
   }
 
   // The same pass as the daily one and `svc webhook retry-failed`, for this organisation only.
@@ -231,20 +224,16 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     return reply.redirect(sectionPath(request, "webhooks"), 303);
   });
 
-  app.post(
-    "/:org/webhooks/:id/ping",
-    { schema: { params: recordParams } },
-    async (request, reply) => {
-      const { organization, user } = adminContextOf(request);
-      const webhookId = request.params.id;
-      await queuePing(
-        { db: app.db, queue: app.queue, logger: request.log },
-        { organizationId: organization.id, webhookId, actorId: user.id },
-      );
-      leaveNotice(request, "Ping queued: a change.created delivery is on its way.");
-      return reply.redirect(webhookPath(request, webhookId), 303);
-    },
-  );
+  app.post("/:org/webhooks/:id/ping", { schema: webhookSchema }, async (request, reply) => {
+    const { organization, user } = adminContextOf(request);
+    const webhookId = request.params.id;
+    await queuePing(
+      { db: app.db, queue: app.queue, logger: request.log },
+      { organizationId: organization.id, webhookId, actorId: user.id },
+    );
+    leaveNotice(request, "Ping queued: a change.created delivery is on its way.");
+    return reply.redirect(webhookPath(request, webhookId), 303);
+  });
 
   const redeliverSchema = { params: recordParams.extend({ deliveryId: id }) };
   const redeliverPath = "/:org/webhooks/:id/deliveries/:deliveryId/redeliver";
