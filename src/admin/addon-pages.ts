@@ -1,15 +1,19 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
 import { listAddonsDevelopedBy, registerAddon } from "../oauth/addons.js";
 import {
   adminContextOf,
-  formField,
   listPage,
   refusedFieldByPrefix,
   renderAdminPage,
   showingRefusals,
 } from "./context.js";
+import { formText, organizationParams } from "./form-schemas.js";
 
 type AddonForm = { name: string; redirectUris: string; isPublic: boolean };
+
+// The shape only: registering checks the name and each redirect URI with its own messages.
+const addonFormBody = z.object({ name: formText, redirect_uris: formText, public: formText });
 
 const addonList = listPage<AddonForm>(
   "addons",
@@ -25,18 +29,21 @@ const addonList = listPage<AddonForm>(
  * The addons the organisation develops, each registered as an OAuth client: list and register
  * (secret shown once). The section's first address, `/apps`, still leads here.
  */
-export async function addonPages(app: FastifyInstance) {
-  app.get("/:org/addons", async (request, reply) => addonList(request, reply));
-  app.get("/:org/apps", async (request, reply) =>
+export const addonPages: FastifyPluginAsyncZod = async (app) => {
+  app.get("/:org/addons", { schema: { params: organizationParams } }, async (request, reply) =>
+    addonList(request, reply),
+  );
+  app.get("/:org/apps", { schema: { params: organizationParams } }, async (request, reply) =>
     reply.redirect(`/admin/${adminContextOf(request).organization.slug}/addons`, 301),
   );
 
-  app.post("/:org/addons", async (request, reply) => {
+  const registerSchema = { params: organizationParams, body: addonFormBody };
+  app.post("/:org/addons", { schema: registerSchema }, async (request, reply) => {
     const { organization, user } = adminContextOf(request);
     const form: AddonForm = {
-      name: formField(request, "name"),
-      redirectUris: formField(request, "redirect_uris"),
-      isPublic: formField(request, "public") === "yes",
+      name: request.body.name,
+      redirectUris: request.body.redirect_uris,
+      isPublic: request.body.public === "yes",
     };
     return showingRefusals(request, reply, addonList, form, async () => {
       const registered = await registerAddon(app.db, {
@@ -54,4 +61,4 @@ export async function addonPages(app: FastifyInstance) {
       });
     });
   });
-}
+};

@@ -1,25 +1,31 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { scopeDescriptions } from "../core/scopes.js";
 import { findLiveConnection, listGrantsConnectedTo, revokeGrant } from "../oauth/grants.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
-import { adminContextOf, pathId, renderAdminPage, sectionPath } from "./context.js";
+import { adminContextOf, renderAdminPage, sectionPath } from "./context.js";
+import { organizationParams, recordParams } from "./form-schemas.js";
 
 /** Connected addons: the grants other developers' addons hold on this organisation. */
-export async function connectionPages(app: FastifyInstance) {
-  app.get("/:org/connections", async (request, reply) => {
-    const { organization } = adminContextOf(request);
-    const grants = await listGrantsConnectedTo(app.db, organization.id);
-    return renderAdminPage(request, reply, "connections", "admin/connections", {
-      title: "Connected addons",
-      grants,
-      scopeDescriptions,
-    });
-  });
+export const connectionPages: FastifyPluginAsyncZod = async (app) => {
+  app.get(
+    "/:org/connections",
+    { schema: { params: organizationParams } },
+    async (request, reply) => {
+      const { organization } = adminContextOf(request);
+      const grants = await listGrantsConnectedTo(app.db, organization.id);
+      return renderAdminPage(request, reply, "connections", "admin/connections", {
+        title: "Connected addons",
+        grants,
+        scopeDescriptions,
+      });
+    },
+  );
 
   // The confirmation is a page of its own, so it works without JavaScript (the CSP has none).
-  app.get("/:org/connections/:id/revoke", async (request, reply) => {
+  const revokeSchema = { params: recordParams };
+  app.get("/:org/connections/:id/revoke", { schema: revokeSchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const grant = await findLiveConnection(app.db, organization.id, pathId(request));
+    const grant = await findLiveConnection(app.db, organization.id, request.params.id);
     if (grant === null) {
       throw new PageError(
         404,
@@ -34,9 +40,9 @@ export async function connectionPages(app: FastifyInstance) {
     });
   });
 
-  app.post("/:org/connections/:id/revoke", async (request, reply) => {
+  app.post("/:org/connections/:id/revoke", { schema: revokeSchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const revoked = await revokeGrant(app.db, pathId(request), organization.id);
+    const revoked = await revokeGrant(app.db, request.params.id, organization.id);
     app.principals.forgetOrganization(organization.id);
     leaveNotice(
       request,
@@ -46,4 +52,4 @@ export async function connectionPages(app: FastifyInstance) {
     );
     return reply.redirect(sectionPath(request, "connections"), 303);
   });
-}
+};

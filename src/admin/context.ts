@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../core/errors.js";
 import type { AdminOrganization, WebUser } from "../sessions/members.js";
-import { type PageData, PageError, renderPage } from "../sessions/pages.js";
+import { type PageData, renderPage } from "../sessions/pages.js";
 
 /** Who is using the admin area, and for which organisation (one they administer). */
 export type AdminContext = {
@@ -143,39 +143,4 @@ export function sectionPath(
   section: Exclude<AdminSection, "overview" | "integrations">,
 ) {
   return `/admin/${adminContextOf(request).organization.slug}/${section}`;
-}
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** A path id that cannot be one of ours names nothing: the same 404 as an unknown one. */
-export function pathId(request: FastifyRequest, name = "id"): string {
-  const value = (request.params as Record<string, string | undefined>)[name];
-  if (value === undefined || !UUID.test(value)) {
-    throw new PageError(404, "Not found", "There is nothing at this address.");
-  }
-  return value;
-}
-
-function formValue(request: FastifyRequest, name: string): unknown {
-  const body = request.body;
-  return body !== null && typeof body === "object"
-    ? (body as Record<string, unknown>)[name]
-    : undefined;
-}
-
-/** A single-valued form field ("" when absent); a repeated one is refused. */
-export function formField(request: FastifyRequest, name: string): string {
-  const value = formValue(request, name);
-  if (Array.isArray(value)) {
-    throw new PageError(400, "Request not accepted", `The form sent ${name} more than once.`);
-  }
-  return typeof value === "string" ? value : "";
-}
-
-/** A multi-valued form field (checkboxes): one value arrives as a string, several as an array. */
-export function formList(request: FastifyRequest, name: string): string[] {
-  const value = formValue(request, name);
-  if (Array.isArray(value))
-    return value.filter((entry): entry is string => typeof entry === "string");
-  return typeof value === "string" && value !== "" ? [value] : [];
 }

@@ -23,7 +23,8 @@ function notAnAdmin(): PageError {
 export async function adminRoutes(app: FastifyInstance, options: { config: Config }) {
   app.decorateRequest("adminContext", null);
 
-  app.addHook("preHandler", async (request, reply) => {
+  // Before the routes' schemas: who may ask comes first, whatever the form or address holds.
+  app.addHook("preValidation", async (request, reply) => {
     const user = await currentUser(app.db, request);
     if (user === null) {
       // A HEAD answers with the GET's headers (RFC 9110 §9.3.2), its redirect included; a

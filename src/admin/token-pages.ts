@@ -1,26 +1,32 @@
-import type { FastifyInstance } from "fastify";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
 import { allScopes, isScope, type Scope, scopeDescriptions } from "../core/scopes.js";
+import { tokenNameSchema } from "../modules/tokens/schemas.js";
 import { createToken } from "../modules/tokens/service.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
 import {
   adminContextOf,
   type FieldRefusal,
-  formField,
-  formList,
   listPage,
-  pathId,
   renderAdminPage,
   sectionPath,
 } from "./context.js";
+import { checkboxList, formText, organizationParams, recordParams } from "./form-schemas.js";
 import { findOrganizationToken, listOrganizationTokens, revokeMintedToken } from "./tokens.js";
 
 /** The expiries the mint form offers, in days; empty means the token does not expire. */
 const EXPIRY_DAYS = ["", "1", "7", "30", "90", "365"] as const;
-const MAX_NAME_LENGTH = 100;
 
 const scopeChoices = allScopes.map((scope) => ({ scope, description: scopeDescriptions[scope] }));
 
 type MintForm = { name: string; scopes: string[]; expiresInDays: string };
+
+// The shape only: the scopes, expiry and name length are checked with the form's own messages.
+const mintFormBody = z.object({
+  name: formText,
+  scopes: checkboxList,
+  expires_in_days: formText,
+});
 
 const tokenList = listPage<MintForm>(
   "tokens",
@@ -35,8 +41,9 @@ const tokenList = listPage<MintForm>(
 );
 
 function checkMintForm(form: MintForm): FieldRefusal | null {
-  if (form.name.length > MAX_NAME_LENGTH)
-    return { field: "name", message: `The name may have at most ${MAX_NAME_LENGTH} characters.` };
+  const name = tokenNameSchema.safeParse(form.name);
+  if (!name.success)
+    return { field: "name", message: `The name ${name.error.issues[0]?.message}.` };
   if (form.scopes.length === 0) return { field: "scopes", message: "Choose at least one scope." };
   const unknown = form.scopes.filter((scope) => !isScope(scope));
   if (unknown.length > 0)
@@ -50,15 +57,18 @@ function checkMintForm(form: MintForm): FieldRefusal | null {
  * Tokens: every token of the organisation with scopes, creator, last use and the addon that was
  * issued it, if one was; mint (shown once); revoke after a confirmation page.
  */
-export async function tokenPages(app: FastifyInstance) {
-  app.get("/:org/tokens", async (request, reply) => tokenList(request, reply));
+export const tokenPages: FastifyPluginAsyncZod = async (app) => {
+  app.get("/:org/tokens", { schema: { params: organizationParams } }, async (request, reply) =>
+    tokenList(request, reply),
+  );
 
-  app.post("/:org/tokens", async (request, reply) => {
+  const mintSchema = { params: organizationParams, body: mintFormBody };
+  app.post("/:org/tokens", { schema: mintSchema }, async (request, reply) => {
     const { organization, user } = adminContextOf(request);
     const form: MintForm = {
-      name: formField(request, "name").trim(),
-      scopes: formList(request, "scopes"),
-      expiresInDays: formField(request, "expires_in_days"),
+      name: request.body.name.trim(),
+      scopes: request.body.scopes,
+      expiresInDays: request.body.expires_in_days,
     };
     const error = checkMintForm(form);
     if (error !== null) return tokenList(request, reply, form, error);
@@ -80,9 +90,10 @@ export async function tokenPages(app: FastifyInstance) {
   });
 
   // The confirmation step is a page of its own, so it works without JavaScript (the CSP has none).
-  app.get("/:org/tokens/:id/revoke", async (request, reply) => {
+  const revokeSchema = { params: recordParams };
+  app.get("/:org/tokens/:id/revoke", { schema: revokeSchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const token = await findOrganizationToken(app.db, organization.id, pathId(request));
+    const token = await findOrganizationToken(app.db, organization.id, request.params.id);
     if (token === null) throw new PageError(404, "Not found", "There is no such token.");
     return renderAdminPage(request, reply, "tokens", "admin/token-revoke", {
       title: "Revoke this token?",
@@ -90,11 +101,11 @@ export async function tokenPages(app: FastifyInstance) {
     });
   });
 
-  app.post("/:org/tokens/:id/revoke", async (request, reply) => {
+  app.post("/:org/tokens/:id/revoke", { schema: revokeSchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const revoked = await revokeMintedToken(app.db, organization.id, pathId(request));
+    const revoked = await revokeMintedToken(app.db, organization.id, request.params.id);
     app.principals.forgetOrganization(organization.id);
     leaveNotice(request, revoked ? "Token revoked." : "That token was already revoked.");
     return reply.redirect(sectionPath(request, "tokens"), 303);
   });
-}
+};

@@ -1,5 +1,8 @@
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyRequest } from "fastify";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
 import type { Config } from "../config.js";
+import { id } from "../core/values.js";
 import { changeEventCatalogue } from "../modules/change-events/catalogue.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
 import {
@@ -9,7 +12,6 @@ import {
   deliveryLogPage,
   deliveryStatuses,
   encodeCursor,
-  isDeliveryStatus,
   type LogCursor,
 } from "../webhooks/delivery-log.js";
 import { enqueueAttempt, enqueueClaimedRetries, queuePing } from "../webhooks/enqueue-attempts.js";
@@ -23,16 +25,14 @@ import {
 } from "../webhooks/service.js";
 import {
   adminContextOf,
-  formField,
-  formList,
   listPage,
-  pathId,
   refusedFieldByPrefix,
   renderAdminPage,
   sectionPath,
   showingRefusals,
 } from "./context.js";
 import { buildChart, formatRate } from "./delivery-chart.js";
+import { checkboxList, formText, organizationParams, recordParams } from "./form-schemas.js";
 
 const eventChoices = changeEventCatalogue.map((entry) => ({
   type: entry.type,
@@ -40,6 +40,9 @@ const eventChoices = changeEventCatalogue.map((entry) => ({
 }));
 
 type WebhookForm = { url: string; events: string[] };
+
+// The shape only: registering checks the URL and the event types with its own messages.
+const webhookFormBody = z.object({ url: formText, events: checkboxList });
 
 const webhookList = listPage<WebhookForm>(
   "webhooks",
@@ -54,39 +57,54 @@ const webhookList = listPage<WebhookForm>(
 
 const LOG_PAGE_SIZE = 25;
 
+type LogPosition = { direction: "older" | "newer"; cursor: LogCursor };
+
 type LogFilters = {
   status: DeliveryStatus | null;
   eventType: string | null;
-  after: { direction: "older" | "newer"; cursor: LogCursor } | null;
+  after: LogPosition | null;
 };
 
-function refusedQuery(what: string): PageError {
-  return new PageError(400, "Request not accepted", `The address has an unknown ${what}.`);
+/** A filter the form leaves empty ("any") filters nothing, as one left out does. */
+function unlessEmpty<T extends z.ZodType>(schema: T) {
+  return z.preprocess((value) => (value === "" ? undefined : value), schema.optional());
 }
 
-/** The log's filters and position from the query string; anything else is refused (400). */
-function logFilters(query: unknown, eventTypes: string[]): LogFilters {
-  const values = (query ?? {}) as Record<string, unknown>;
-  const single = (name: string): string | null => {
-    const value = values[name];
-    if (value === undefined || value === "") return null;
-    if (typeof value !== "string") throw refusedQuery(name);
-    return value;
-  };
-  const status = single("status");
-  if (status !== null && !isDeliveryStatus(status)) throw refusedQuery("status");
-  const eventType = single("event");
-  if (eventType !== null && !eventTypes.includes(eventType)) throw refusedQuery("event type");
-  const before = single("before");
-  const after = single("after");
-  const cursorText = before ?? after;
-  let position: LogFilters["after"] = null;
-  if (cursorText !== null) {
-    const cursor = decodeCursor(cursorText);
-    if (cursor === null || (before !== null && after !== null)) throw refusedQuery("page");
-    position = { direction: before !== null ? "older" : "newer", cursor };
+const logCursor = z.string({ error: "must be sent once" }).transform((text, context) => {
+  const cursor = decodeCursor(text);
+  if (cursor === null) {
+    context.addIssue({ code: "custom", message: "is not a position in this log" });
+    return z.NEVER;
   }
-  return { status, eventType, after: position };
+  return cursor;
+});
+
+/** The log's filters and position, in the shape the filter form and the page links send. */
+const logQuery = z
+  .object({
+    status: unlessEmpty(z.enum(deliveryStatuses, { error: "is not a delivery status" })),
+    event: unlessEmpty(z.string({ error: "must be sent once" })),
+    before: unlessEmpty(logCursor),
+    after: unlessEmpty(logCursor),
+  })
+  .refine((query) => query.before === undefined || query.after === undefined, {
+    path: ["after"],
+    message: "cannot be sent with before",
+  });
+
+/** The parsed query as the log's filters; an event type the webhook cannot receive is refused. */
+function filtersOfQuery(query: z.output<typeof logQuery>, eventTypes: string[]): LogFilters {
+  const eventType = query.event ?? null;
+  if (eventType !== null && !eventTypes.includes(eventType)) {
+    throw new PageError(400, "Request not accepted", "event: is not an event type of this webhook");
+  }
+  const position: LogPosition | null =
+    query.before !== undefined
+      ? { direction: "older", cursor: query.before }
+      : query.after !== undefined
+        ? { direction: "newer", cursor: query.after }
+        : null;
+  return { status: query.status ?? null, eventType, after: position };
 }
 
 function webhookPath(request: FastifyRequest, webhookId: string): string {
@@ -98,17 +116,17 @@ function webhookPath(request: FastifyRequest, webhookId: string): string {
  * disable, the delivery log with attempts and response codes, redeliver and ping. Sending is
  * the worker's: the pages only record the delivery and queue its attempt.
  */
-export async function webhookPages(app: FastifyInstance, options: { config: Config }) {
+export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (app, options) => {
   const settings = registrationSettingsOf(options.config);
 
-  app.get("/:org/webhooks", async (request, reply) => webhookList(request, reply));
+  app.get("/:org/webhooks", { schema: { params: organizationParams } }, async (request, reply) =>
+    webhookList(request, reply),
+  );
 
-  app.post("/:org/webhooks", async (request, reply) => {
+  const registerSchema = { params: organizationParams, body: webhookFormBody };
+  app.post("/:org/webhooks", { schema: registerSchema }, async (request, reply) => {
     const { organization, user } = adminContextOf(request);
-    const form: WebhookForm = {
-      url: formField(request, "url").trim(),
-      events: formList(request, "events"),
-    };
+    const form: WebhookForm = { url: request.body.url.trim(), events: request.body.events };
     return showingRefusals(request, reply, webhookList, form, async () => {
       const created = await createWebhook(app.db, settings, {
         organizationId: organization.id,
@@ -125,16 +143,17 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
     });
   });
 
-  app.get("/:org/webhooks/:id", async (request, reply) => {
+  const detailSchema = { params: recordParams, querystring: logQuery };
+  app.get("/:org/webhooks/:id", { schema: detailSchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const webhookId = pathId(request);
+    const webhookId = request.params.id;
     const webhook = (await listWebhooks(app.db, organization.id)).find(
       (candidate) => candidate.id === webhookId,
     );
     if (webhook === undefined) throw new PageError(404, "Not found", "There is no such webhook.");
     // A ping is a change.created delivery, whatever the webhook subscribes to.
     const eventTypes = [...new Set([...webhook.events, "change.created"])];
-    const filters = logFilters(request.query, eventTypes);
+    const filters = filtersOfQuery(request.query, eventTypes);
     const now = new Date();
     const [activity, log] = await Promise.all([
       deliveryActivity(app.db, webhookId, now),
@@ -146,7 +165,7 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
         limit: LOG_PAGE_SIZE,
       }),
     ]);
-    const pageLink = (position: { direction: "older" | "newer"; cursor: LogCursor } | null) => {
+    const pageLink = (position: LogPosition | null) => {
       const query = new URLSearchParams();
       if (filters.status !== null) query.set("status", filters.status);
       if (filters.eventType !== null) query.set("event", filters.eventType);
@@ -177,13 +196,14 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
     });
   });
 
+  const webhookSchema = { params: recordParams };
   for (const [action, enabled] of [
     ["enable", true],
     ["disable", false],
   ] as const) {
-    app.post(`/:org/webhooks/:id/${action}`, async (request, reply) => {
+    app.post(`/:org/webhooks/:id/${action}`, { schema: webhookSchema }, async (request, reply) => {
       const { organization } = adminContextOf(request);
-      const webhookId = pathId(request);
+      const webhookId = request.params.id;
       await setWebhookEnabled(app.db, { id: webhookId, enabled, organizationId: organization.id });
       leaveNotice(request, enabled ? "Webhook enabled." : "Webhook disabled.");
       return reply.redirect(webhookPath(request, webhookId), 303);
@@ -191,7 +211,8 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
   }
 
   // The same pass as the daily one and `svc webhook retry-failed`, for this organisation only.
-  app.post("/:org/webhooks/retry-failed", async (request, reply) => {
+  const retrySchema = { params: organizationParams };
+  app.post("/:org/webhooks/retry-failed", { schema: retrySchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
     const queued = await runRetryPass(
       app.db,
@@ -207,9 +228,9 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
     return reply.redirect(sectionPath(request, "webhooks"), 303);
   });
 
-  app.post("/:org/webhooks/:id/ping", async (request, reply) => {
+  app.post("/:org/webhooks/:id/ping", { schema: webhookSchema }, async (request, reply) => {
     const { organization, user } = adminContextOf(request);
-    const webhookId = pathId(request);
+    const webhookId = request.params.id;
     await queuePing(
       { db: app.db, queue: app.queue, logger: request.log },
       { organizationId: organization.id, webhookId, actorId: user.id },
@@ -218,10 +239,12 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
     return reply.redirect(webhookPath(request, webhookId), 303);
   });
 
-  app.post("/:org/webhooks/:id/deliveries/:deliveryId/redeliver", async (request, reply) => {
+  const redeliverSchema = { params: recordParams.extend({ deliveryId: id }) };
+  const redeliverPath = "/:org/webhooks/:id/deliveries/:deliveryId/redeliver";
+  app.post(redeliverPath, { schema: redeliverSchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const webhookId = pathId(request);
-    const delivery = await findDelivery(app.db, pathId(request, "deliveryId"), organization.id);
+    const webhookId = request.params.id;
+    const delivery = await findDelivery(app.db, request.params.deliveryId, organization.id);
     if (delivery.webhookId !== webhookId) {
       throw new PageError(404, "Not found", "There is no such delivery.");
     }
@@ -230,4 +253,4 @@ export async function webhookPages(app: FastifyInstance, options: { config: Conf
     leaveNotice(request, "Redelivery queued.");
     return reply.redirect(webhookPath(request, webhookId), 303);
   });
-}
+};

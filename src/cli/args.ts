@@ -1,5 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
+import type { z } from "zod";
 import { parseDuration } from "../config.js";
+import { id } from "../core/values.js";
 import { UsageError } from "./cli-error.js";
 
 type Options = NonNullable<ParseArgsConfig["options"]>;
@@ -30,13 +32,11 @@ export function requireOption(value: string | undefined, flag: string): string {
   return value;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** A required option naming a record by id: `what` says which kind, for the refusal. */
+/** A required option naming a record by id, in the API's id shape: `what` says which kind. */
 export function requireIdOption(value: string | undefined, flag: string, what: string): string {
-  const id = requireOption(value, flag);
-  if (!UUID.test(id)) throw new UsageError(`--${flag} must be ${what} id (a UUID)`);
-  return id;
+  const parsed = id.safeParse(requireOption(value, flag));
+  if (!parsed.success) throw new UsageError(`--${flag} must be ${what} id (a UUID)`);
+  return parsed.data;
 }
 
 /** `3600`, `90s`, `15m`, `12h` or `30d` → seconds. */
@@ -49,4 +49,43 @@ export function parseDurationOption(input: string, flag: string): number {
     );
   }
   return seconds;
+}
+
+/** A schema's refusal in the CLI's words: each field named by the flag it came from. */
+function refusalOf(
+  error: z.ZodError,
+  flagOf: (field: PropertyKey | undefined) => string | undefined,
+) {
+  const reasons = error.issues.map((issue) => {
+    const flag = flagOf(issue.path[0]);
+    return flag === undefined
+      ? `${issue.path.join(".") || "input"}: ${issue.message}`
+      : `--${flag} ${issue.message}`;
+  });
+  return new UsageError(reasons.join("; "));
+}
+
+/**
+ * Options parsed by the schema the service parses its input with: `flags` maps each field to
+ * the flag it came from, so a refusal names the flag, in the schema's own words.
+ */
+export function parseOptions<T extends z.ZodType>(
+  schema: T,
+  input: Record<string, unknown>,
+  flags: Record<string, string>,
+): z.output<T> {
+  const result = schema.safeParse(input);
+  if (result.success) return result.data;
+  throw refusalOf(result.error, (field) => (typeof field === "string" ? flags[field] : undefined));
+}
+
+/** One option parsed by the schema the service uses for that value. */
+export function parseOption<T extends z.ZodType>(
+  schema: T,
+  value: string | undefined,
+  flag: string,
+): z.output<T> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw refusalOf(result.error, () => flag);
 }

@@ -90,15 +90,22 @@ export function fromDependencyError(error: unknown): ApiError | null {
   );
 }
 
+/** A request that failed its route's schema: which part failed, and a message naming each field. */
+export type SchemaRefusal = { part: string; message: string };
+
+export function schemaRefusalOf(error: unknown): SchemaRefusal | null {
+  if (!hasZodFastifySchemaValidationErrors(error)) return null;
+  const part = error.validationContext ?? "body";
+  const issues = error.validation as unknown as ValidationIssue[];
+  return { part, message: describeValidationIssues(issues, part) };
+}
+
 function toApiError(error: FastifyError, bodyLimit: number): ApiError | null {
   if (error instanceof ApiError) return error;
   const fromDependency = fromDependencyError(error);
   if (fromDependency !== null) return fromDependency;
-  if (hasZodFastifySchemaValidationErrors(error)) {
-    const context = error.validationContext ?? "body";
-    const issues = error.validation as unknown as ValidationIssue[];
-    return new ApiError("invalid_request", describeValidationIssues(issues, context));
-  }
+  const refusal = schemaRefusalOf(error);
+  if (refusal !== null) return new ApiError("invalid_request", refusal.message);
   return fromFastifyError(error, bodyLimit);
 }
 

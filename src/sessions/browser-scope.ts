@@ -13,7 +13,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Config } from "../config.js";
 import { clientAddress } from "../core/client-address.js";
 import { ApiError, ServiceUnavailable } from "../core/errors.js";
-import { fromDependencyError } from "../http/error-handler.js";
+import { fromDependencyError, schemaRefusalOf } from "../http/error-handler.js";
 import { PageError, renderErrorPage, renderUnavailablePage } from "./pages.js";
 import { pageDirectives } from "./security-headers.js";
 import { DatabaseSessionStore } from "./session-store.js";
@@ -59,6 +59,14 @@ async function answerWithErrorPage(
 ) {
   if (error instanceof PageError) {
     return renderErrorPage(request, reply, error.statusCode, error.title, error.message);
+  }
+  const schemaRefusal = schemaRefusalOf(error);
+  if (schemaRefusal !== null) {
+    // A path id that cannot be one of ours names nothing: the same 404 as an unknown one.
+    if (schemaRefusal.part === "params") {
+      return renderErrorPage(request, reply, 404, "Not found", "There is nothing at this address.");
+    }
+    return renderErrorPage(request, reply, 400, "Request not accepted", schemaRefusal.message);
   }
   const csrfFailure = describeCsrfFailure(error);
   if (csrfFailure !== null) {
@@ -179,8 +187,9 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
   app.addHook("onRequest", async (_request, reply) => {
     reply.header("Cache-Control", "no-store");
   });
-  // Every form carries a CSRF token; a POST without a valid one never reaches its handler.
-  app.addHook("preHandler", (request, reply, done) => {
+  // Every form carries a CSRF token; a POST without a valid one never reaches its handler. It
+  // is checked before the route's schemas, which would refuse the form first and drop the token.
+  app.addHook("preValidation", (request, reply, done) => {
     if (request.method !== "POST") return done();
     app.csrfProtection(request, reply, done);
   });

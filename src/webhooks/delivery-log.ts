@@ -17,10 +17,6 @@ import { webhookPayload } from "./payload.js";
 export type DeliveryStatus = (typeof deliveryStatus.enumValues)[number];
 export const deliveryStatuses = deliveryStatus.enumValues;
 
-export function isDeliveryStatus(value: string): value is DeliveryStatus {
-  return (deliveryStatuses as readonly string[]).includes(value);
-}
-
 /** Deliveries recorded in one hour or one day (UTC), by their state now. */
 export type ActivityBucket = {
   start: Date;

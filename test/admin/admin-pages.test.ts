@@ -274,3 +274,102 @@ describe("Integrations", () => {
     expect(page.body).toContain('<th scope="col">Exhausted</th>');
   });
 });
+
+describe("forms and addresses of the wrong shape", () => {
+  const expectRefusalPage = (res: { statusCode: number; headers: object; body: string }) => {
+    expect(res.statusCode).toBe(400);
+    expect((res.headers as Record<string, string>)["content-type"]).toBe(
+      "text/html; charset=utf-8",
+    );
+    expect(res.body).toContain("Request not accepted");
+  };
+
+  it("refuses a single-valued field sent twice with the error page naming it", async () => {
+    const before = await t.db.$count(apiTokens);
+    const page = await admin.get("/admin/acme/tokens");
+    const res = await admin.post("/admin/acme/tokens", {
+      _csrf: csrf(page.body),
+      name: ["one", "two"],
+      scopes: "projects:read",
+    });
+    expectRefusalPage(res);
+    expect(res.body).toContain("name: must be sent once");
+    expect(await t.db.$count(apiTokens)).toBe(before);
+
+    const addons = await admin.get("/admin/acme/addons");
+    const addon = await admin.post("/admin/acme/addons", {
+      _csrf: csrf(addons.body),
+      name: "Twice",
+      redirect_uris: ["https://a.example/cb", "https://b.example/cb"],
+    });
+    expectRefusalPage(addon);
+    expect(addon.body).toContain("redirect_uris: must be sent once");
+  });
+
+  it("takes one checkbox as a list of one", async () => {
+    const page = await admin.get("/admin/acme/tokens");
+    const res = await admin.post("/admin/acme/tokens", {
+      _csrf: csrf(page.body),
+      name: "one scope",
+      scopes: "projects:read",
+    });
+    expect(res.statusCode).toBe(200);
+    const [row] = await t.db.select().from(apiTokens).where(eq(apiTokens.name, "one scope"));
+    expect(row?.scopes).toEqual(["projects:read"]);
+  });
+
+  it("checks who asks before the form's shape", async () => {
+    const form = { name: ["one", "two"], scopes: "projects:read" };
+    const signedOut = new InjectSession(t.app);
+    const page = await signedOut.get("/login");
+    expect(
+      (await signedOut.post("/admin/acme/tokens", { _csrf: csrf(page.body), ...form })).statusCode,
+    ).toBe(303);
+    expect((await admin.post("/admin/acme/tokens", form)).statusCode).toBe(403);
+    const tokens = await admin.get("/admin/acme/tokens");
+    const foreign = await admin.post("/admin/third/tokens", { _csrf: csrf(tokens.body), ...form });
+    expect(foreign.statusCode).toBe(403);
+    expect(foreign.body).toContain("Admins only");
+  });
+
+  it("answers a malformed id with the same 404 page as an unknown one", async () => {
+    for (const url of [
+      "/admin/acme/webhooks/not-a-uuid",
+      "/admin/acme/tokens/12345/revoke",
+      "/admin/acme/connections/not-a-uuid/revoke",
+      "/admin/acme/webhooks/00000000-0000-0000-0000-000000000000",
+    ]) {
+      const res = await admin.get(url);
+      expect(res.statusCode, url).toBe(404);
+      expect(res.headers["content-type"], url).toBe("text/html; charset=utf-8");
+    }
+  });
+
+  it("refuses a delivery log query it cannot read, naming the parameter", async () => {
+    const { id } = await createWebhook(
+      t.db,
+      { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
+      {
+        organizationId: fixtures.acme.organization.id,
+        url: "http://127.0.0.1:9/log",
+        events: ["task.created"],
+      },
+    );
+    const detail = `/admin/acme/webhooks/${id}`;
+    expect((await admin.get(`${detail}?status=&event=&before=`)).statusCode).toBe(200);
+    expect((await admin.get(`${detail}?status=failed&event=task.created`)).statusCode).toBe(200);
+    const cursor = Buffer.from(`2026-03-01T09:00:00.000000Z|${id}`).toString("base64url");
+    expect((await admin.get(`${detail}?before=${cursor}`)).statusCode).toBe(200);
+    for (const [query, message] of [
+      ["status=bogus", "status: is not a delivery status"],
+      ["status=failed&status=delivered", "status: is not a delivery status"],
+      ["event=page.updated", "event: is not an event type of this webhook"],
+      ["before=nonsense", "before: is not a position in this log"],
+      [`before=${cursor}&after=${cursor}`, "after: cannot be sent with before"],
+    ]) {
+      const res = await admin.get(`${detail}?${query}`);
+      expectRefusalPage(res);
+      expect(res.body, query).toContain(message);
+    }
+  });
+});

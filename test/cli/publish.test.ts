@@ -182,6 +182,16 @@ describe("svc spec publish", () => {
         code: 2,
         message: "--version is required",
       },
+      {
+        run: publish(...target, "--spec", "mass", "--version", "4 ", "--value", "1"),
+        code: 2,
+        message: "--version must not start or end with whitespace",
+      },
+      {
+        run: publish(...target, "--spec", "mass", "--version", "4", "--value", '{"a\\u0000": 1}'),
+        code: 2,
+        message: "--value must be a JSON value with finite numbers",
+      },
       { run: runCli(["spec"], env), code: 2, message: "spec needs publish" },
     ];
     // The commands were started together; each is checked once it has exited.
@@ -293,6 +303,22 @@ describe("svc component publish", () => {
         run: publish(...target, "--component", "hub", "--version", "2", "--health", "ok"),
         code: 2,
         message: "--lifecycle-stage is required",
+      },
+      {
+        run: publish(
+          ...target,
+          "--component",
+          "hub",
+          "--version",
+          " 2",
+          "--lifecycle-stage",
+          "production ",
+          "--health",
+          "ok",
+        ),
+        code: 2,
+        message:
+          "--version must not start or end with whitespace; --lifecycle-stage must not start or end with whitespace",
       },
     ];
     // The commands were started together; each is checked once it has exited.

@@ -158,9 +158,15 @@ describe("svc transcript set", () => {
     expect(await transcriptOf(acme.meetings[0]!.id)).toMatchObject([{ text: "Second take" }]);
   });
 
-  it("refuses a missing --meeting as a usage error", async () => {
+  it("refuses a missing or malformed --meeting as a usage error", async () => {
     const res = await runCli(["transcript", "set", "--text-file", "x"], env);
     expect(res.code).toBe(2);
     expect(res.stderr).toMatch(/--meeting is required/);
+    const malformed = await runCli(
+      ["transcript", "set", "--meeting", "not-a-uuid", "--text-file", "x"],
+      env,
+    );
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toMatch(/^--meeting must be a meeting id \(a UUID\)\n/);
   });
 });

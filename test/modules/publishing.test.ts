@@ -2,11 +2,10 @@ import { count, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidRequest, NotFound } from "../../src/core/errors.js";
 import { changeEvents, componentVersions, specVersions } from "../../src/db/schema/index.js";
+import type { ComponentHealth, SpecPublication } from "../../src/modules/publishing/schemas.js";
 import {
-  type ComponentHealth,
   publishComponentVersion,
   publishSpecVersion,
-  type SpecPublication,
 } from "../../src/modules/publishing/service.js";
 import { api } from "../support/api.js";
 import { createTestApp, type TestApp } from "../support/app.js";

@@ -1,12 +1,14 @@
 import {
-  componentHealthStates,
-  isComponentHealth,
+  componentPublicationSchema,
+  specPublicationSchema,
+} from "../../modules/publishing/schemas.js";
+import {
   type Published,
   publishComponentVersion,
   publishSpecVersion,
 } from "../../modules/publishing/service.js";
 import type { JsonValue } from "../../modules/specs/schemas.js";
-import { parseCommandArgs, requireOption } from "../args.js";
+import { parseCommandArgs, parseOptions, requireOption } from "../args.js";
 import { UsageError } from "../cli-error.js";
 import { withDatabase } from "../context.js";
 import { printJson, printLine } from "../output.js";
@@ -17,6 +19,18 @@ const targetOptions = {
   version: { type: "string" },
   json: { type: "boolean" },
 } as const;
+
+/** The flag each publication field comes from, for refusals. */
+const publicationFlags = {
+  organizationSlug: "org",
+  projectSlug: "project",
+  specSlug: "spec",
+  componentSlug: "component",
+  version: "version",
+  value: "value",
+  lifecycleStage: "lifecycle-stage",
+  healthStatus: "health",
+};
 
 function parseJsonValue(text: string, flag: string): JsonValue {
   try {
@@ -47,15 +61,19 @@ async function publishSpec(args: string[]): Promise<void> {
     spec: { type: "string" },
     value: { type: "string" },
   });
-  const organizationSlug = requireOption(values.org, "org");
-  const projectSlug = requireOption(values.project, "project");
-  const specSlug = requireOption(values.spec, "spec");
-  const version = requireOption(values.version, "version");
-  const value = parseJsonValue(requireOption(values.value, "value"), "value");
-  const published = await withDatabase((db) =>
-    publishSpecVersion(db, { organizationSlug, projectSlug, specSlug, version, value }),
+  const publication = parseOptions(
+    specPublicationSchema,
+    {
+      organizationSlug: requireOption(values.org, "org"),
+      projectSlug: requireOption(values.project, "project"),
+      specSlug: requireOption(values.spec, "spec"),
+      version: requireOption(values.version, "version"),
+      value: parseJsonValue(requireOption(values.value, "value"), "value"),
+    },
+    publicationFlags,
   );
-  report(`spec ${specSlug} version ${version}`, published, values.json);
+  const published = await withDatabase((db) => publishSpecVersion(db, publication));
+  report(`spec ${publication.specSlug} version ${publication.version}`, published, values.json);
 }
 
 /** `svc component publish`: the one way to publish a component version (the API cannot). */
@@ -66,26 +84,24 @@ async function publishComponent(args: string[]): Promise<void> {
     "lifecycle-stage": { type: "string" },
     health: { type: "string" },
   });
-  const organizationSlug = requireOption(values.org, "org");
-  const projectSlug = requireOption(values.project, "project");
-  const componentSlug = requireOption(values.component, "component");
-  const version = requireOption(values.version, "version");
-  const lifecycleStage = requireOption(values["lifecycle-stage"], "lifecycle-stage");
-  const healthStatus = requireOption(values.health, "health");
-  if (!isComponentHealth(healthStatus)) {
-    throw new UsageError(`--health must be one of ${componentHealthStates.join(", ")}`);
-  }
-  const published = await withDatabase((db) =>
-    publishComponentVersion(db, {
-      organizationSlug,
-      projectSlug,
-      componentSlug,
-      version,
-      lifecycleStage,
-      healthStatus,
-    }),
+  const publication = parseOptions(
+    componentPublicationSchema,
+    {
+      organizationSlug: requireOption(values.org, "org"),
+      projectSlug: requireOption(values.project, "project"),
+      componentSlug: requireOption(values.component, "component"),
+      version: requireOption(values.version, "version"),
+      lifecycleStage: requireOption(values["lifecycle-stage"], "lifecycle-stage"),
+      healthStatus: requireOption(values.health, "health"),
+    },
+    publicationFlags,
   );
-  report(`component ${componentSlug} version ${version}`, published, values.json);
+  const published = await withDatabase((db) => publishComponentVersion(db, publication));
+  report(
+    `component ${publication.componentSlug} version ${publication.version}`,
+    published,
+    values.json,
+  );
 }
 
 export async function specCommand(args: string[]): Promise<void> {

@@ -1,12 +1,19 @@
 import { parseScopeList } from "../../core/scopes.js";
 import type { Db } from "../../db/client.js";
+import { tokenNameSchema } from "../../modules/tokens/schemas.js";
 import { createToken, revokeToken } from "../../modules/tokens/service.js";
 import {
   findOrganizationBySlug,
   findUserByEmail,
   isCurrentMember,
 } from "../../modules/users/service.js";
-import { parseCommandArgs, parseDurationOption, requireIdOption, requireOption } from "../args.js";
+import {
+  parseCommandArgs,
+  parseDurationOption,
+  parseOption,
+  requireIdOption,
+  requireOption,
+} from "../args.js";
 import { CliError, UsageError } from "../cli-error.js";
 import { withDatabase } from "../context.js";
 import { printJson, printLine } from "../output.js";
@@ -39,6 +46,7 @@ async function create(args: string[]): Promise<void> {
   const orgSlug = requireOption(values.org, "org");
   const email = requireOption(values.user, "user");
   const scopes = parseScopes(values.scopes);
+  const name = parseOption(tokenNameSchema.optional(), values.name, "name");
   const expiresIn = values["expires-in"];
   const expiresAt =
     expiresIn === undefined
@@ -46,7 +54,7 @@ async function create(args: string[]): Promise<void> {
       : new Date(Date.now() + parseDurationOption(expiresIn, "expires-in") * 1000);
   const created = await withDatabase(async (db) => {
     const member = await activeMember(db, orgSlug, email);
-    return createToken(db, { ...member, scopes, expiresAt, name: values.name ?? null });
+    return createToken(db, { ...member, scopes, expiresAt, name: name || null });
   });
   if (values.json)
     return printJson({ id: created.id, token: created.token, scopes: created.scopes });

@@ -1,6 +1,6 @@
 import { readFile } from "node:fs/promises";
 import { setTranscript } from "../../modules/meetings/transcripts.js";
-import { parseCommandArgs, requireOption } from "../args.js";
+import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
 import { CliError, UsageError } from "../cli-error.js";
 import { withDatabase } from "../context.js";
 import { printJson, printLine } from "../output.js";
@@ -23,7 +23,7 @@ async function set(args: string[]): Promise<void> {
     status: { type: "string" },
     json: { type: "boolean" },
   });
-  const meetingId = requireOption(values.meeting, "meeting");
+  const meetingId = requireIdOption(values.meeting, "meeting", "a meeting");
   const textFile = requireOption(values["text-file"], "text-file");
   const notesFile = values["notes-file"];
   if (values.status !== undefined && values.status.trim() === "") {

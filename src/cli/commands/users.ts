@@ -1,16 +1,20 @@
-import { addUser, removeMember } from "../../modules/users/service.js";
+import {
+  addUser,
+  type MemberRole,
+  memberRoleSchema,
+  removeMember,
+} from "../../modules/users/service.js";
 import { parseCommandArgs, requireOption } from "../args.js";
 import { UsageError } from "../cli-error.js";
 import { withDatabase } from "../context.js";
 import { printJson, printLine } from "../output.js";
 
-const ROLES = ["admin", "member"] as const;
-type Role = (typeof ROLES)[number];
-
-function parseRole(value: string | undefined): Role {
-  const role = requireOption(value, "role");
-  if (!ROLES.includes(role as Role)) throw new UsageError("--role must be admin or member");
-  return role as Role;
+function parseRole(value: string | undefined): MemberRole {
+  const role = memberRoleSchema.safeParse(requireOption(value, "role"));
+  if (!role.success) {
+    throw new UsageError(`--role must be ${memberRoleSchema.options.join(" or ")}`);
+  }
+  return role.data;
 }
 
 async function add(args: string[]): Promise<void> {

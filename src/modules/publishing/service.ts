@@ -1,12 +1,12 @@
 import { and, asc, eq, inArray, ne, type SQL, sql } from "drizzle-orm";
 import type { PgTable, SelectedFields } from "drizzle-orm/pg-core";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
-import { id, isStorableText, UNSTORABLE_TEXT } from "../../core/values.js";
+import { parseInput } from "../../core/input.js";
+import { id } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { assertRowReturned } from "../../db/returned-row.js";
 import {
   componentDependencies,
-  componentHealth,
   components,
   componentVersions,
   organizations,
@@ -23,33 +23,16 @@ import {
   PUBLISHED,
   specLineage,
 } from "../versions/lineages.js";
+import {
+  type ComponentHealth,
+  type ComponentPublication,
+  componentPublicationSchema,
+  type Publisher,
+  type SpecPublication,
+  specPublicationSchema,
+} from "./schemas.js";
 
 const STALE = "stale";
-
-export type ComponentHealth = (typeof componentHealth.enumValues)[number];
-export const componentHealthStates: readonly ComponentHealth[] = componentHealth.enumValues;
-
-export function isComponentHealth(value: string): value is ComponentHealth {
-  return (componentHealthStates as readonly string[]).includes(value);
-}
-
-type Publisher = {
-  organizationSlug: string;
-  projectSlug: string;
-  /** The version string; a spec or component never has two versions with the same one. */
-  version: string;
-  /** The member the change event names; null (or left out) when no user acts, as in the CLI. */
-  actorId?: string | null;
-};
-
-export type SpecPublication = Publisher & { specSlug: string; value: JsonValue };
-
-/** A publish always creates a `published` version, so there is no status to choose. */
-export type ComponentPublication = Publisher & {
-  componentSlug: string;
-  lifecycleStage: string;
-  healthStatus: ComponentHealth;
-};
 
 export type Published = {
   /** The new version's id. */
@@ -59,31 +42,6 @@ export type Published = {
   /** Slugs of the direct dependents whose latest published version this publish turned stale. */
   markedStale: string[];
 };
-
-function requireLabel(field: string, value: string): string {
-  if (typeof value !== "string" || value.trim() === "") {
-    throw new InvalidRequest(`${field}: must not be empty`);
-  }
-  if (value.trim() !== value) {
-    throw new InvalidRequest(`${field}: must not start or end with whitespace`);
-  }
-  if (!isStorableText(value)) throw new InvalidRequest(`${field}: ${UNSTORABLE_TEXT}`);
-  return value;
-}
-
-/** What jsonb can hold: finite numbers, and strings and keys without NUL or lone surrogates. */
-function isStorableJson(value: unknown): boolean {
-  if (value === null || typeof value === "boolean") return true;
-  if (typeof value === "string") return isStorableText(value);
-  if (typeof value === "number") return Number.isFinite(value);
-  if (Array.isArray(value)) return value.every(isStorableJson);
-  if (typeof value === "object") {
-    return Object.entries(value).every(
-      ([key, item]) => isStorableText(key) && isStorableJson(item),
-    );
-  }
-  return false;
-}
 
 // Drizzle binds a JS null as SQL NULL; a value of JSON null must be stored as such.
 function jsonbValue(value: JsonValue) {
@@ -112,7 +70,8 @@ async function projectOf(tx: Db, organizationSlug: string, projectSlug: string) 
   return { organizationId: organization.id, projectId: project.id };
 }
 
-async function actorOf(
+/** The member the change event names, who must be a current member; null when no user acts. */
+async function memberActorId(
   tx: Db,
   organizationId: string,
   organizationSlug: string,
@@ -213,7 +172,7 @@ async function publish<Snapshot extends Record<string, unknown>>(
   kind: PublishingKind<Snapshot>,
   target: Target,
 ): Promise<Published> {
-  const version = requireLabel("version", target.version);
+  const { version } = target;
   const { owners, versions, ownerOf } = kind.lineage;
   return db.transaction(async (tx) => {
     const { organizationId, projectId } = await projectOf(
@@ -231,7 +190,12 @@ async function publish<Snapshot extends Record<string, unknown>>(
         `No ${kind.label} with slug ${target.slug} in project ${target.organizationSlug}/${target.projectSlug}`,
       );
     }
-    const actorId = await actorOf(tx, organizationId, target.organizationSlug, target.actorId);
+    const actorId = await memberActorId(
+      tx,
+      organizationId,
+      target.organizationSlug,
+      target.actorId,
+    );
     const [existing] = await tx
       .select({ status: versions.status })
       .from(versions as PgTable)
@@ -310,12 +274,11 @@ const componentPublishing = (
 
 /** Publishes a new version of a spec (`spec.published`). */
 export async function publishSpecVersion(db: Db, input: SpecPublication): Promise<Published> {
-  if (!isStorableJson(input.value)) {
-    throw new InvalidRequest(
-      `value: must be a JSON value with finite numbers, and strings that ${UNSTORABLE_TEXT}`,
-    );
-  }
-  return publish(db, specPublishing(input.value), { ...input, slug: input.specSlug });
+  const publication = parseInput(specPublicationSchema, input);
+  return publish(db, specPublishing(publication.value), {
+    ...publication,
+    slug: publication.specSlug,
+  });
 }
 
 /** Publishes a new version of a component (`component.published`). */
@@ -323,12 +286,10 @@ export async function publishComponentVersion(
   db: Db,
   input: ComponentPublication,
 ): Promise<Published> {
-  const lifecycleStage = requireLabel("lifecycleStage", input.lifecycleStage);
-  if (!isComponentHealth(input.healthStatus)) {
-    throw new InvalidRequest(`healthStatus: must be one of ${componentHealthStates.join(", ")}`);
-  }
-  return publish(db, componentPublishing(lifecycleStage, input.healthStatus), {
-    ...input,
-    slug: input.componentSlug,
+  const publication = parseInput(componentPublicationSchema, input);
+  const { lifecycleStage, healthStatus } = publication;
+  return publish(db, componentPublishing(lifecycleStage, healthStatus), {
+    ...publication,
+    slug: publication.componentSlug,
   });
 }

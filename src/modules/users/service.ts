@@ -1,6 +1,7 @@
 import { and, eq, isNull, sql } from "drizzle-orm";
 import { z } from "zod";
 import { InvalidRequest } from "../../core/errors.js";
+import { parseInput } from "../../core/input.js";
 import type { Db } from "../../db/client.js";
 import { memberRole, memberships, organizations, sessions, users } from "../../db/schema/index.js";
 import { hashPassword, passwordSchema } from "./passwords.js";
@@ -32,15 +33,6 @@ export type Member = { id: string; email: string; name: string; role: MemberRole
 
 const userColumns = { id: users.id, email: users.email, name: users.name };
 type UserRecord = { id: string; email: string; name: string };
-
-function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
-  const result = schema.safeParse(input);
-  if (result.success) return result.data;
-  const reasons = result.error.issues.map(
-    (issue) => `${issue.path.join(".") || "input"}: ${issue.message}`,
-  );
-  throw new InvalidRequest(reasons.join("; "));
-}
 
 export async function findOrganizationBySlug(db: Db, slug: string) {
   const [organization] = await db
