@@ -56,7 +56,7 @@ export async function queueRetryPass(
 ): Promise<number> {
   const queued = await runRetryPass(
     runtime.db,
-    runtime.config.webhooks.retryPasses,
+    runtime.config.webhooks,
     (batch) =>
       enqueueAttempts(
         runtime.queue,

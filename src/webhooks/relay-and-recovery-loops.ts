@@ -10,7 +10,10 @@ const CHANGE_EVENTS_RECORDED = "change_events_recorded";
 async function relayOnce(runtime: WebhookRuntime): Promise<number> {
   let fannedOut = 0;
   for (;;) {
-    const { events, deliveryIds } = await fanOutChangeEvents(runtime.db);
+    const { events, deliveryIds } = await fanOutChangeEvents(
+      runtime.db,
+      runtime.config.webhooks.relayBatchSize,
+    );
     await enqueueAttempts(
       runtime.queue,
       "scheduled",
@@ -30,7 +33,7 @@ async function recoverOverdueDeliveries(
   deliveries: DeliveryWorker,
 ): Promise<number> {
   const intervalMs = runtime.config.webhooks.recoveryIntervalMs;
-  const overdue = await overdueDeliveries(runtime.db, intervalMs);
+  const overdue = await overdueDeliveries(runtime.db, runtime.config.webhooks);
   const round = Math.floor(Date.now() / intervalMs);
   await enqueueAttempts(
     runtime.queue,

@@ -1,8 +1,6 @@
 import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../db/client.js";
 
-const BATCH_SIZE = 200;
-
 /**
  * Fans change events out into delivery rows, one per webhook of the event's organisation
  * subscribed to its type, enabled or not (a disabled webhook's deliveries are held until it is
@@ -14,13 +12,14 @@ const BATCH_SIZE = 200;
  */
 export async function fanOutChangeEvents(
   db: Db,
+  batchSize: number,
 ): Promise<{ events: number; deliveryIds: string[] }> {
   const result = await db.execute(sql`
     with claimed as (
       select id from change_events
       where fanned_out_at is null
       order by id
-      limit ${BATCH_SIZE}
+      limit ${batchSize}
       for update skip locked
     ), fanned_out as (
       update change_events e set fanned_out_at = now()

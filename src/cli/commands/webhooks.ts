@@ -174,7 +174,7 @@ async function retryFailed(args: string[]): Promise<void> {
         error: report.outcome.error,
       });
     };
-    await runRetryPass(db, config.webhooks.retryPasses, (batch) =>
+    await runRetryPass(db, config.webhooks, (batch) =>
       sendAll(batch, config.workerConcurrency, retryOne),
     );
   });
