@@ -80,6 +80,10 @@ describe("timeouts", () => {
     expect(config.shutdownTimeoutMs).toBe(20_000);
   });
 
+  it("give a webhook delivery attempt the spec's 10 s by default", () => {
+    expect(loadConfig(base).webhooks.deliveryTimeoutMs).toBe(10_000);
+  });
+
   it("give Redis on a request's path, the queue and each readiness check a deadline by default", () => {
     const config = loadConfig(base);
     expect(config.redisCommandTimeoutMs).toBe(50);
