@@ -24,7 +24,7 @@ export type TestDatabase = { database: Database; url: string; drop(): Promise<vo
  * A fresh database with the real migrations applied, owned by one test file: a copy of the
  * suite's migrated template, much quicker than migrating again. Nothing is connected to it yet.
  */
-export async function copyTemplateDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+async function copyTemplateDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
   const name = `ws_test_${randomBytes(6).toString("hex")}`;
   await adminQuery(`create database ${name} template ${inject("templateDatabase")}`);
   return {
