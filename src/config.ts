@@ -215,12 +215,12 @@ const configSchema = environmentSchema.transform((e, context) => {
   }
   const dataDir = path.resolve(e.DATA_DIR);
   const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
-  /** Service root, without a trailing slash; the API base is `${publicUrl}/api/v1`. */
   const publicUrl = normalisePublicUrl(e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`);
   return {
     isProduction,
     port: e.PORT,
     host: e.HOST,
+    /** Service root, without a trailing slash; the API base is `${publicUrl}/api/v1`. */
     publicUrl,
     databaseUrl: e.DATABASE_URL,
     redisUrl: e.REDIS_URL,

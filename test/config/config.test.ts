@@ -113,6 +113,18 @@ describe("WEBHOOK_MAX_PER_ORGANIZATION", () => {
   });
 });
 
+describe("SECRET_KEY", () => {
+  it("is required in production", () => {
+    const production = { NODE_ENV: "production", DATABASE_URL: base.DATABASE_URL };
+    expect(() => loadConfig(production)).toThrow(
+      "Invalid configuration: SECRET_KEY is required in production",
+    );
+    expect(loadConfig({ ...production, SECRET_KEY: TEST_SECRET_KEY }).secretKey).toBe(
+      TEST_SECRET_KEY,
+    );
+  });
+});
+
 describe("PUBLIC_URL", () => {
   it("is normalised: scheme and host lower-cased, default port and trailing slash dropped", () => {
     const config = loadConfig({ ...base, PUBLIC_URL: "HTTPS://Work.Example.COM:443/Svc/" });
