@@ -1,6 +1,7 @@
 import { Redis } from "ioredis";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
+import { bundleCliForTests } from "./cli-bundle.js";
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from "./env.js";
 import { createMigratedTemplate } from "./template-database.js";
 
@@ -47,11 +48,15 @@ async function checkRedis(): Promise<void> {
 
 /**
  * Stops the whole suite at once, with directions, when a real server is missing; then migrates
- * the template every test file's database is copied from, and drops it after the run.
+ * the template every test file's database is copied from and bundles the CLI the tests start,
+ * and removes both after the run.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await Promise.all([checkPostgres(), checkRedis()]);
-  const template = await createMigratedTemplate();
+  const [template, cli] = await Promise.all([createMigratedTemplate(), bundleCliForTests()]);
   project.provide("templateDatabase", template.name);
-  return template.drop;
+  project.provide("cliBundle", cli.entry);
+  return async () => {
+    await Promise.all([template.drop(), cli.remove()]);
+  };
 }
