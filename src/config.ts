@@ -213,6 +213,15 @@ const configSchema = environmentSchema.transform((e, context) => {
     context.addIssue({ code: "custom", message: "SECRET_KEY is required in production" });
     return z.NEVER;
   }
+  // A lock that ends during an attempt lets another worker take the job and send it again.
+  if (e.WORKER_LOCK_SECONDS * 1000 <= e.WEBHOOK_DELIVERY_TIMEOUT_MS) {
+    context.addIssue({
+      code: "custom",
+      path: ["WORKER_LOCK_SECONDS"],
+      message: "must outlast one delivery attempt (WEBHOOK_DELIVERY_TIMEOUT_MS)",
+    });
+    return z.NEVER;
+  }
   const dataDir = path.resolve(e.DATA_DIR);
   const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
   const publicUrl = normalisePublicUrl(e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`);

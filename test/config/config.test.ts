@@ -113,6 +113,20 @@ describe("WEBHOOK_MAX_PER_ORGANIZATION", () => {
   });
 });
 
+describe("WORKER_LOCK_SECONDS", () => {
+  it("must outlast one delivery attempt: 11 s and more with the default 10 s timeout", () => {
+    expect(loadConfig({ ...base, WORKER_LOCK_SECONDS: "11" }).workerLockSeconds).toBe(11);
+    expect(() => loadConfig({ ...base, WORKER_LOCK_SECONDS: "10" })).toThrow(
+      /WORKER_LOCK_SECONDS: must outlast one delivery attempt/,
+    );
+  });
+
+  it("may be a few seconds where attempts are shorter", () => {
+    const short = { ...base, WORKER_LOCK_SECONDS: "3", WEBHOOK_DELIVERY_TIMEOUT_MS: "2000" };
+    expect(loadConfig(short).workerLockSeconds).toBe(3);
+  });
+});
+
 describe("SECRET_KEY", () => {
   it("is required in production", () => {
     const production = { NODE_ENV: "production", DATABASE_URL: base.DATABASE_URL };
