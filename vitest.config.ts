@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
+    reporters: ["default", "./test/support/slowest-files-reporter.ts"],
     // Each file gets its own database and queue prefix, so files run in parallel.
     pool: "forks",
     // Most files wait on real processes, databases and browsers rather than compute, so three at

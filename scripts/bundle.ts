@@ -12,29 +12,9 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { BUNDLE_OPTIONS as shared } from "./bundle-options.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-
-const shared = {
-  bundle: true,
-  platform: "node",
-  format: "esm",
-  target: "node20",
-  external: [
-    "@electric-sql/pglite",
-    "argon2",
-    "msgpackr-extract",
-    "@scalar/fastify-api-reference",
-    "pino-pretty",
-    // Piscina starts its threads from its own files, found beside its package.
-    "piscina",
-  ],
-  // The bundled CommonJS packages call require() for Node's own modules.
-  banner: {
-    js: "import { createRequire as __bundleRequire } from 'node:module'; const require = __bundleRequire(import.meta.url);",
-  },
-  logLevel: "warning",
-} as const;
 
 await build({
   ...shared,

@@ -8,15 +8,7 @@ import { z } from "zod";
 const booleanFlag = z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
 const positiveInt = z.coerce.number().int().positive();
 
-/** The bounds a PostgreSQL pool gets unless the environment sets others. */
-export const DEFAULT_POSTGRES_LIMITS: PostgresLimits = {
-  poolSize: 10,
-  connectTimeoutMs: 1000,
-  statementTimeoutMs: 10_000,
-  idleInTransactionTimeoutMs: 10_000,
-};
-
-const envSchema = z.object({
+const environmentSchema = z.object({
   NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().min(1).default("127.0.0.1"),
@@ -43,7 +35,7 @@ const envSchema = z.object({
     .regex(/^[A-Za-z0-9_-]+$/, "letters, digits, - and _ only")
     .default("svc"),
   WORKER_CONCURRENCY: positiveInt.default(50),
-  WORKER_LOCK_SECONDS: z.coerce.number().int().min(11).default(30),
+  WORKER_LOCK_SECONDS: positiveInt.default(30),
   WEBHOOK_RETRY_CRON: z
     .string()
     .min(1)
@@ -57,7 +49,11 @@ const envSchema = z.object({
   WEBHOOK_AUTO_DISABLE_DAYS: positiveInt.default(5),
   WEBHOOK_RELAY_INTERVAL_MS: positiveInt.default(1000),
   WEBHOOK_MAX_PER_ORGANIZATION: positiveInt.default(20),
+  WEBHOOK_RELAY_BATCH_SIZE: positiveInt.default(200),
   WEBHOOK_RECOVERY_INTERVAL_MS: positiveInt.default(60_000),
+  WEBHOOK_OVERDUE_AFTER_MS: positiveInt.optional(),
+  WEBHOOK_RECOVERY_BATCH_SIZE: positiveInt.default(500),
+  WEBHOOK_RETRY_PASS_BATCH_SIZE: positiveInt.default(500),
   WEBHOOK_DELIVERY_TIMEOUT_MS: positiveInt.default(10_000),
   WEBHOOK_MAX_IN_FLIGHT: positiveInt.default(10),
   WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION: positiveInt.default(40),
@@ -72,12 +68,10 @@ const envSchema = z.object({
     .transform((value, context) => parseCidrList(value, context)),
   HTTP_REQUEST_TIMEOUT_MS: positiveInt.default(30_000),
   HTTP_CONNECTION_TIMEOUT_MS: positiveInt.default(60_000),
-  DATABASE_POOL_SIZE: positiveInt.default(DEFAULT_POSTGRES_LIMITS.poolSize),
-  DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(DEFAULT_POSTGRES_LIMITS.connectTimeoutMs),
-  DATABASE_STATEMENT_TIMEOUT_MS: positiveInt.default(DEFAULT_POSTGRES_LIMITS.statementTimeoutMs),
-  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: positiveInt.default(
-    DEFAULT_POSTGRES_LIMITS.idleInTransactionTimeoutMs,
-  ),
+  DATABASE_POOL_SIZE: positiveInt.default(10),
+  DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(1000),
+  DATABASE_STATEMENT_TIMEOUT_MS: positiveInt.default(10_000),
+  DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: positiveInt.default(10_000),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(20_000),
   SESSION_IDLE_TIMEOUT_MINUTES: positiveInt.default(30),
   MARKDOWN_THREADS: positiveInt.default(1),
@@ -164,111 +158,14 @@ function parseDurationList(value: string, context: z.RefinementCtx): number[] {
   return seconds as number[];
 }
 
-export type Config = {
-  isProduction: boolean;
-  port: number;
-  host: string;
-  /** Service root, without a trailing slash; the API base is `${publicUrl}/api/v1`. */
-  publicUrl: string;
-  databaseUrl: string | undefined;
-  redisUrl: string | undefined;
-  /** Deadline of each Redis command on a request's path (the shared rate limit). */
-  redisCommandTimeoutMs: number;
-  /** Deadline of each enqueue a request makes (a ping, an admin's redelivery or retry pass). */
-  queueCommandTimeoutMs: number;
-  /** Deadline of each dependency check of /readyz. */
-  readinessTimeoutMs: number;
-  /** Embedded mode: PGlite under dataDir instead of DATABASE_URL. */
-  embedded: boolean;
-  dataDir: string;
-  secretKey: string;
-  logLevel: string;
-  oauthCodeTtlSeconds: number;
-  rateLimit: { max: number; windowSeconds: number };
-  authRateLimitMax: number;
-  /** Browser pages per client address per minute. */
-  pageRateLimitMax: number;
-  /** Sign-ins on one account from an address and browser it does not know: at once, per minute. */
-  signInAccountCaps: { concurrent: number; perMinute: number };
-  bodyLimitBytes: number;
-  migrateOnStart: boolean;
-  /** Fastify's trustProxy: false, or the proxies' addresses and CIDRs. */
-  trustProxy: false | string;
-  /**
-   * Redis key prefix of the job queue and the rate-limit budgets, so deployments sharing a Redis
-   * stay apart.
-   */
-  queuePrefix: string;
-  workerConcurrency: number;
-  /** A job's lock; must outlast one delivery attempt (10 s). */
-  workerLockSeconds: number;
-  http: {
-    /** Fastify's requestTimeout: the whole request must arrive within it (slow clients). */
-    requestTimeoutMs: number;
-    /** Fastify's connectionTimeout: a socket silent this long is closed. */
-    connectionTimeoutMs: number;
-  };
-  /** Bounds on every PostgreSQL connection of the process (not the embedded PGlite). */
-  postgres: PostgresLimits;
-  /** A browser session unused this long is signed out (besides its 8-hour lifetime). */
-  sessionIdleTimeoutMs: number;
-  /** PUBLIC_URL is https: Secure cookies and HSTS, whatever NODE_ENV says. */
-  httpsOnly: boolean;
-  /** SIGTERM: how long in-flight requests and delivery attempts get before the process gives up. */
-  shutdownTimeoutMs: number;
-  /** Markdown bodies (pages, meeting minutes): converted off the event loop, and bounded. */
-  richText: {
-    /** Worker threads converting markdown. */
-    threads: number;
-    /** A conversion still running after this long is stopped and the request refused. */
-    timeoutMs: number;
-    /** The most a stored body may take, in bytes of rich-text JSON (after an append too). */
-    maxBytes: number;
-  };
-  /** The newest revisions kept per page; older ones are deleted by the write that adds one. */
-  pageRevisionsKept: number;
-  webhooks: {
-    /** Cron pattern of the daily retry pass. */
-    retryCron: string;
-    /** Daily passes a failed delivery gets before it is exhausted. */
-    retryPasses: number;
-    /** Delays (seconds) of the quick retries before a delivery falls to the daily pass. */
-    quickRetrySeconds: number[];
-    autoDisableDays: number;
-    relayIntervalMs: number;
-    /** Webhooks one organisation may register: each change fans out to every one of them. */
-    maxPerOrganization: number;
-    /** How often the recovery loop runs, and how late a due delivery must be for it to act. */
-    recoveryIntervalMs: number;
-    /** Bound on one attempt's whole exchange (spec: a 2xx within 10 s). */
-    deliveryTimeoutMs: number;
-    /** The dispatcher's fairness caps and memory bounds; see dispatcher.ts. */
-    dispatch: {
-      maxInFlightPerWebhook: number;
-      maxInFlightPerOrganization: number;
-      maxPending: number;
-      maxPendingPerWebhook: number;
-    };
-    /** The circuit breaker per webhook; see circuit-breaker.ts. */
-    breaker: { windowSeconds: number; cooldownSeconds: number; maxCooldownSeconds: number };
-    /** Private networks deliveries may reach on purpose, besides public addresses. */
-    allowedPrivateRanges: string[];
-  };
-};
-
-export type PostgresLimits = {
-  poolSize: number;
-  /** Bounds both opening a connection and waiting for a free one of the pool. */
-  connectTimeoutMs: number;
-  statementTimeoutMs: number;
-  idleInTransactionTimeoutMs: number;
-};
-
 export class ConfigError extends Error {}
 
+/** An issue of one variable names it; an issue of the whole environment says it all itself. */
 function describeIssues(error: z.ZodError): string {
   return error.issues
-    .map((issue) => `${issue.path.join(".") || "environment"}: ${issue.message}`)
+    .map((issue) =>
+      issue.path.length === 0 ? issue.message : `${issue.path.join(".")}: ${issue.message}`,
+    )
     .join("; ");
 }
 
@@ -296,8 +193,155 @@ function normalisePublicUrl(value: string): string {
   return `${url.origin}${url.pathname}`.replace(/\/+$/, "");
 }
 
+type Environment = z.output<typeof environmentSchema>;
+
+/** Bounds on every PostgreSQL connection of the process (not the embedded PGlite). */
+function postgresLimitsOf(e: Environment) {
+  return {
+    poolSize: e.DATABASE_POOL_SIZE,
+    /** Bounds both opening a connection and waiting for a free one of the pool. */
+    connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
+    statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
+    idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+  };
+}
+
+/** The environment's variables, checked, then shaped into what the service reads. */
+const configSchema = environmentSchema.transform((e, context) => {
+  const isProduction = e.NODE_ENV === "production";
+  if (isProduction && e.SECRET_KEY === undefined) {
+    context.addIssue({ code: "custom", message: "SECRET_KEY is required in production" });
+    return z.NEVER;
+  }
+  // A lock that ends during an attempt lets another worker take the job and send it again.
+  if (e.WORKER_LOCK_SECONDS * 1000 <= e.WEBHOOK_DELIVERY_TIMEOUT_MS) {
+    context.addIssue({
+      code: "custom",
+      path: ["WORKER_LOCK_SECONDS"],
+      message: "must outlast one delivery attempt (WEBHOOK_DELIVERY_TIMEOUT_MS)",
+    });
+    return z.NEVER;
+  }
+  const dataDir = path.resolve(e.DATA_DIR);
+  const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
+  const publicUrl = normalisePublicUrl(e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`);
+  return {
+    isProduction,
+    port: e.PORT,
+    host: e.HOST,
+    /** Service root, without a trailing slash; the API base is `${publicUrl}/api/v1`. */
+    publicUrl,
+    databaseUrl: e.DATABASE_URL,
+    redisUrl: e.REDIS_URL,
+    /** Deadline of each Redis command on a request's path (the shared rate limit). */
+    redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
+    /** Deadline of each enqueue a request makes (a ping, an admin's redelivery or retry pass). */
+    queueCommandTimeoutMs: e.QUEUE_COMMAND_TIMEOUT_MS,
+    /** Deadline of each dependency check of /readyz. */
+    readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
+    /** Embedded mode: PGlite under dataDir instead of DATABASE_URL. */
+    embedded: e.DATABASE_URL === undefined,
+    dataDir,
+    secretKey: e.SECRET_KEY ?? localSecretKey(dataDir),
+    logLevel: e.LOG_LEVEL,
+    oauthCodeTtlSeconds: e.OAUTH_CODE_TTL_SECONDS,
+    rateLimit: { max: e.RATE_LIMIT_MAX, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
+    authRateLimitMax: e.AUTH_RATE_LIMIT_MAX,
+    /** Browser pages per client address per minute. */
+    pageRateLimitMax: e.PAGE_RATE_LIMIT_MAX,
+    /** Sign-ins on one account from an address and browser it does not know: at once, per minute. */
+    signInAccountCaps: {
+      concurrent: e.SIGN_IN_ACCOUNT_CONCURRENCY,
+      perMinute: e.SIGN_IN_ACCOUNT_PER_MINUTE,
+    },
+    bodyLimitBytes: e.BODY_LIMIT_BYTES,
+    migrateOnStart: e.MIGRATE_ON_START,
+    /** Fastify's trustProxy: false, or the proxies' addresses and CIDRs. */
+    trustProxy: e.TRUST_PROXY,
+    /**
+     * Redis key prefix of the job queue and the rate-limit budgets, so deployments sharing a
+     * Redis stay apart.
+     */
+    queuePrefix: e.QUEUE_PREFIX,
+    workerConcurrency: e.WORKER_CONCURRENCY,
+    /** A job's lock; must outlast one delivery attempt (WEBHOOK_DELIVERY_TIMEOUT_MS). */
+    workerLockSeconds: e.WORKER_LOCK_SECONDS,
+    http: {
+      /** Fastify's requestTimeout: the whole request must arrive within it (slow clients). */
+      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
+      /** Fastify's connectionTimeout: a socket silent this long is closed. */
+      connectionTimeoutMs: e.HTTP_CONNECTION_TIMEOUT_MS,
+    },
+    postgres: postgresLimitsOf(e),
+    /** SIGTERM: how long in-flight requests and delivery attempts get before the process gives up. */
+    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    /** A browser session unused this long is signed out (besides its 8-hour lifetime). */
+    sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MINUTES * 60_000,
+    /** PUBLIC_URL is https: Secure cookies and HSTS, whatever NODE_ENV says. */
+    httpsOnly: publicUrl.startsWith("https:"),
+    /** Markdown bodies (pages, meeting minutes): converted off the event loop, and bounded. */
+    richText: {
+      /** Worker threads converting markdown. */
+      threads: e.MARKDOWN_THREADS,
+      /** A conversion still running after this long is stopped and the request refused. */
+      timeoutMs: e.MARKDOWN_TIMEOUT_MS,
+      /** The most a stored body may take, in bytes of rich-text JSON (after an append too). */
+      maxBytes: e.RICH_TEXT_MAX_BYTES,
+    },
+    /** The newest revisions kept per page; older ones are deleted by the write that adds one. */
+    pageRevisionsKept: e.PAGE_REVISIONS_KEPT,
+    webhooks: {
+      /** Cron pattern of the daily retry pass. */
+      retryCron: e.WEBHOOK_RETRY_CRON,
+      /** Daily passes a failed delivery gets before it is exhausted. */
+      retryPasses: e.WEBHOOK_RETRY_PASSES,
+      /** Deliveries the daily pass claims and queues at a time. */
+      retryPassBatchSize: e.WEBHOOK_RETRY_PASS_BATCH_SIZE,
+      /** Delays (seconds) of the quick retries before a delivery falls to the daily pass. */
+      quickRetrySeconds: e.WEBHOOK_QUICK_RETRIES,
+      autoDisableDays: e.WEBHOOK_AUTO_DISABLE_DAYS,
+      relayIntervalMs: e.WEBHOOK_RELAY_INTERVAL_MS,
+      /** Change events the relay fans out per statement. */
+      relayBatchSize: e.WEBHOOK_RELAY_BATCH_SIZE,
+      /** Webhooks one organisation may register: each change fans out to every one of them. */
+      maxPerOrganization: e.WEBHOOK_MAX_PER_ORGANIZATION,
+      /** How often the recovery loop runs. */
+      recoveryIntervalMs: e.WEBHOOK_RECOVERY_INTERVAL_MS,
+      /** How late a due delivery must be for the recovery loop to queue it again. */
+      overdueAfterMs: e.WEBHOOK_OVERDUE_AFTER_MS ?? e.WEBHOOK_RECOVERY_INTERVAL_MS,
+      /** Overdue deliveries one run of the recovery loop queues again. */
+      recoveryBatchSize: e.WEBHOOK_RECOVERY_BATCH_SIZE,
+      /** Bound on one attempt's whole exchange (spec: a 2xx within 10 s). */
+      deliveryTimeoutMs: e.WEBHOOK_DELIVERY_TIMEOUT_MS,
+      /** The dispatcher's fairness caps and memory bounds; see dispatcher.ts. */
+      dispatch: {
+        maxInFlightPerWebhook: e.WEBHOOK_MAX_IN_FLIGHT,
+        maxInFlightPerOrganization: e.WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION,
+        maxPending: e.WEBHOOK_MAX_PENDING,
+        maxPendingPerWebhook: e.WEBHOOK_MAX_PENDING_PER_WEBHOOK,
+      },
+      /** The circuit breaker per webhook; see circuit-breaker.ts. */
+      breaker: {
+        windowSeconds: e.WEBHOOK_BREAKER_WINDOW_SECONDS,
+        cooldownSeconds: e.WEBHOOK_BREAKER_COOLDOWN_SECONDS,
+        maxCooldownSeconds: e.WEBHOOK_BREAKER_MAX_COOLDOWN_SECONDS,
+      },
+      /** Private networks deliveries may reach on purpose, besides public addresses. */
+      allowedPrivateRanges: e.WEBHOOK_ALLOWED_PRIVATE_RANGES,
+    },
+  };
+});
+
+export type Config = z.output<typeof configSchema>;
+export type PostgresLimits = Config["postgres"];
+
+/** The bounds a PostgreSQL pool gets unless the environment sets others. */
+export const DEFAULT_POSTGRES_LIMITS: PostgresLimits = postgresLimitsOf(
+  environmentSchema.parse({}),
+);
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = envSchema.safeParse(
+  const parsed = configSchema.safeParse(
     Object.fromEntries(
       Object.entries(env).filter(([name, value]) => value !== "" || EMPTY_IS_A_VALUE.has(name)),
     ),
@@ -305,84 +349,5 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!parsed.success) {
     throw new ConfigError(`Invalid configuration: ${describeIssues(parsed.error)}`);
   }
-  const e = parsed.data;
-  const isProduction = e.NODE_ENV === "production";
-  const embedded = e.DATABASE_URL === undefined;
-  const dataDir = path.resolve(e.DATA_DIR);
-  if (isProduction && e.SECRET_KEY === undefined) {
-    throw new ConfigError("Invalid configuration: SECRET_KEY is required in production");
-  }
-  const secretKey = e.SECRET_KEY ?? localSecretKey(dataDir);
-  const publicHost = e.HOST === "0.0.0.0" || e.HOST === "::" ? "localhost" : e.HOST;
-  const publicUrl = normalisePublicUrl(e.PUBLIC_URL ?? `http://${publicHost}:${e.PORT}`);
-  return {
-    isProduction,
-    port: e.PORT,
-    host: e.HOST,
-    publicUrl,
-    databaseUrl: e.DATABASE_URL,
-    redisUrl: e.REDIS_URL,
-    redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
-    queueCommandTimeoutMs: e.QUEUE_COMMAND_TIMEOUT_MS,
-    readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
-    embedded,
-    dataDir,
-    secretKey,
-    logLevel: e.LOG_LEVEL,
-    oauthCodeTtlSeconds: e.OAUTH_CODE_TTL_SECONDS,
-    rateLimit: { max: e.RATE_LIMIT_MAX, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
-    authRateLimitMax: e.AUTH_RATE_LIMIT_MAX,
-    pageRateLimitMax: e.PAGE_RATE_LIMIT_MAX,
-    signInAccountCaps: {
-      concurrent: e.SIGN_IN_ACCOUNT_CONCURRENCY,
-      perMinute: e.SIGN_IN_ACCOUNT_PER_MINUTE,
-    },
-    bodyLimitBytes: e.BODY_LIMIT_BYTES,
-    migrateOnStart: e.MIGRATE_ON_START,
-    trustProxy: e.TRUST_PROXY,
-    queuePrefix: e.QUEUE_PREFIX,
-    workerConcurrency: e.WORKER_CONCURRENCY,
-    workerLockSeconds: e.WORKER_LOCK_SECONDS,
-    http: {
-      requestTimeoutMs: e.HTTP_REQUEST_TIMEOUT_MS,
-      connectionTimeoutMs: e.HTTP_CONNECTION_TIMEOUT_MS,
-    },
-    postgres: {
-      poolSize: e.DATABASE_POOL_SIZE,
-      connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
-      statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
-      idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
-    },
-    shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
-    sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MINUTES * 60_000,
-    httpsOnly: publicUrl.startsWith("https:"),
-    richText: {
-      threads: e.MARKDOWN_THREADS,
-      timeoutMs: e.MARKDOWN_TIMEOUT_MS,
-      maxBytes: e.RICH_TEXT_MAX_BYTES,
-    },
-    pageRevisionsKept: e.PAGE_REVISIONS_KEPT,
-    webhooks: {
-      retryCron: e.WEBHOOK_RETRY_CRON,
-      retryPasses: e.WEBHOOK_RETRY_PASSES,
-      quickRetrySeconds: e.WEBHOOK_QUICK_RETRIES,
-      autoDisableDays: e.WEBHOOK_AUTO_DISABLE_DAYS,
-      relayIntervalMs: e.WEBHOOK_RELAY_INTERVAL_MS,
-      maxPerOrganization: e.WEBHOOK_MAX_PER_ORGANIZATION,
-      recoveryIntervalMs: e.WEBHOOK_RECOVERY_INTERVAL_MS,
-      deliveryTimeoutMs: e.WEBHOOK_DELIVERY_TIMEOUT_MS,
-      dispatch: {
-        maxInFlightPerWebhook: e.WEBHOOK_MAX_IN_FLIGHT,
-        maxInFlightPerOrganization: e.WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION,
-        maxPending: e.WEBHOOK_MAX_PENDING,
-        maxPendingPerWebhook: e.WEBHOOK_MAX_PENDING_PER_WEBHOOK,
-      },
-      breaker: {
-        windowSeconds: e.WEBHOOK_BREAKER_WINDOW_SECONDS,
-        cooldownSeconds: e.WEBHOOK_BREAKER_COOLDOWN_SECONDS,
-        maxCooldownSeconds: e.WEBHOOK_BREAKER_MAX_COOLDOWN_SECONDS,
-      },
-      allowedPrivateRanges: e.WEBHOOK_ALLOWED_PRIVATE_RANGES,
-    },
-  };
+  return parsed.data;
 }

@@ -216,7 +216,7 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     const { organization } = adminContextOf(request);
     const queued = await runRetryPass(
       app.db,
-      app.config.webhooks.retryPasses,
+      app.config.webhooks,
       enqueueClaimedRetries(app.queue),
       { organizationId: organization.id },
     );

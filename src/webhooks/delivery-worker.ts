@@ -90,7 +90,7 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
       runRetryPass: async () => {
         const queued = await runRetryPass(
           runtime.db,
-          config.webhooks.retryPasses,
+          config.webhooks,
           enqueueClaimedRetries(runtime.queue),
         );
         logger.info({ deliveries: queued }, "webhook retry pass queued");

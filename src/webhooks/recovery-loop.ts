@@ -12,7 +12,7 @@ async function recoverOverdueDeliveries(
   deliveries: DeliveryWorker,
 ): Promise<number> {
   const intervalMs = runtime.config.webhooks.recoveryIntervalMs;
-  const overdue = await overdueDeliveries(runtime.db, intervalMs);
+  const overdue = await overdueDeliveries(runtime.db, runtime.config.webhooks);
   const round = Math.floor(Date.now() / intervalMs);
   await enqueueAttempts(
     runtime.queue,

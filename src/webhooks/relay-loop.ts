@@ -11,7 +11,10 @@ const CHANGE_EVENTS_RECORDED = "change_events_recorded";
 async function relayOnce(runtime: WebhookRuntime): Promise<number> {
   let fannedOut = 0;
   for (;;) {
-    const { events, deliveryIds } = await fanOutChangeEvents(runtime.db);
+    const { events, deliveryIds } = await fanOutChangeEvents(
+      runtime.db,
+      runtime.config.webhooks.relayBatchSize,
+    );
     await enqueueAttempts(
       runtime.queue,
       "scheduled",

@@ -1,8 +1,6 @@
 import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../db/client.js";
 
-const BATCH_SIZE = 200;
-
 /**
  * Fans change events out into one delivery per subscribed webhook, held if it is disabled, in one
  * statement. SKIP LOCKED lets relays run side by side (ids commit out of order, so no "last seen
@@ -10,13 +8,14 @@ const BATCH_SIZE = 200;
  */
 export async function fanOutChangeEvents(
   db: Db,
+  batchSize: number,
 ): Promise<{ events: number; deliveryIds: string[] }> {
   const result = await db.execute(sql`
     with claimed as (
       select id from change_events
       where fanned_out_at is null
       order by id
-      limit ${BATCH_SIZE}
+      limit ${batchSize}
       for update skip locked
     ), fanned_out as (
       update change_events e set fanned_out_at = now()

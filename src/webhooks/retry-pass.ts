@@ -1,10 +1,11 @@
 import { sql } from "drizzle-orm";
+import type { Config } from "../config.js";
 import { type Db, rowsOf } from "../db/client.js";
 
 export type ClaimedRetry = { id: string; passes: number };
 
-// Bounds what a pass holds in memory, however many deliveries failed.
-const PASS_BATCH_SIZE = 500;
+/** The batch size bounds what a pass holds in memory, however many deliveries failed. */
+type RetryPassSettings = Pick<Config["webhooks"], "retryPasses" | "retryPassBatchSize">;
 
 /**
  * One batch of the daily pass (spec: "retried on the daily pass"), from Postgres: failed
@@ -13,7 +14,7 @@ const PASS_BATCH_SIZE = 500;
  */
 async function claimRetryBatch(
   db: Db,
-  retryPasses: number,
+  { retryPasses, retryPassBatchSize }: RetryPassSettings,
   after: string | null,
   organizationId?: string,
 ): Promise<ClaimedRetry[]> {
@@ -29,7 +30,7 @@ async function claimRetryBatch(
       where w.enabled and f.status = 'failed' and f.passes < ${retryPasses}
         ${afterId} ${ofOrganization}
       order by f.id
-      limit ${PASS_BATCH_SIZE}
+      limit ${retryPassBatchSize}
       for update of f
     ) batch
     where d.id = batch.id
@@ -58,14 +59,14 @@ export async function reviveExhaustedDeliveries(db: Db): Promise<number> {
  */
 export async function runRetryPass(
   db: Db,
-  retryPasses: number,
+  settings: RetryPassSettings,
   retry: (batch: ClaimedRetry[]) => Promise<void>,
   options: { organizationId?: string } = {},
 ): Promise<number> {
   let claimed = 0;
   let after: string | null = null;
   for (;;) {
-    const batch = await claimRetryBatch(db, retryPasses, after, options.organizationId);
+    const batch = await claimRetryBatch(db, settings, after, options.organizationId);
     const last = batch.at(-1);
     if (last === undefined) return claimed;
     await retry(batch);
@@ -75,13 +76,16 @@ export async function runRetryPass(
 }
 
 /**
- * Deliveries due for an attempt that nothing has picked up for `lateMs`: their job was lost (a
+ * Deliveries due for an attempt that nothing has picked up for `overdueAfterMs`: their job was lost (a
  * process died between commit and enqueue, or Redis lost it), a worker died while they waited in
  * its dispatcher, or the dispatcher had no room. An open breaker's deliveries wait for its probe.
  */
 export async function overdueDeliveries(
   db: Db,
-  lateMs: number,
+  {
+    overdueAfterMs,
+    recoveryBatchSize,
+  }: Pick<Config["webhooks"], "overdueAfterMs" | "recoveryBatchSize">,
 ): Promise<{ id: string; attempts: number }[]> {
   const overdue = await db.execute(sql`
     select d.id, d.attempts
@@ -89,10 +93,10 @@ export async function overdueDeliveries(
     join webhooks w on w.id = d.webhook_id
     join change_events e on e.id = d.change_event_id
     where d.status in ('pending', 'failed')
-      and d.next_attempt_at < now() - make_interval(secs => ${lateMs / 1000})
+      and d.next_attempt_at < now() - make_interval(secs => ${overdueAfterMs / 1000})
       and (w.enabled or e.type = 'change.created')
       and w.circuit_open_until is null
     order by d.change_event_id
-    limit 500`);
+    limit ${recoveryBatchSize}`);
   return rowsOf<{ id: string; attempts: number }>(overdue);
 }

@@ -80,6 +80,10 @@ describe("timeouts", () => {
     expect(config.shutdownTimeoutMs).toBe(20_000);
   });
 
+  it("give a webhook delivery attempt the spec's 10 s by default", () => {
+    expect(loadConfig(base).webhooks.deliveryTimeoutMs).toBe(10_000);
+  });
+
   it("give Redis on a request's path, the queue and each readiness check a deadline by default", () => {
     const config = loadConfig(base);
     expect(config.redisCommandTimeoutMs).toBe(50);
@@ -105,6 +109,32 @@ describe("WEBHOOK_MAX_PER_ORGANIZATION", () => {
     ).toBe(50);
     expect(() => loadConfig({ ...base, WEBHOOK_MAX_PER_ORGANIZATION: "0" })).toThrow(
       /WEBHOOK_MAX_PER_ORGANIZATION/,
+    );
+  });
+});
+
+describe("WORKER_LOCK_SECONDS", () => {
+  it("must outlast one delivery attempt: 11 s and more with the default 10 s timeout", () => {
+    expect(loadConfig({ ...base, WORKER_LOCK_SECONDS: "11" }).workerLockSeconds).toBe(11);
+    expect(() => loadConfig({ ...base, WORKER_LOCK_SECONDS: "10" })).toThrow(
+      /WORKER_LOCK_SECONDS: must outlast one delivery attempt/,
+    );
+  });
+
+  it("may be a few seconds where attempts are shorter", () => {
+    const short = { ...base, WORKER_LOCK_SECONDS: "3", WEBHOOK_DELIVERY_TIMEOUT_MS: "2000" };
+    expect(loadConfig(short).workerLockSeconds).toBe(3);
+  });
+});
+
+describe("SECRET_KEY", () => {
+  it("is required in production", () => {
+    const production = { NODE_ENV: "production", DATABASE_URL: base.DATABASE_URL };
+    expect(() => loadConfig(production)).toThrow(
+      "Invalid configuration: SECRET_KEY is required in production",
+    );
+    expect(loadConfig({ ...production, SECRET_KEY: TEST_SECRET_KEY }).secretKey).toBe(
+      TEST_SECRET_KEY,
     );
   });
 });

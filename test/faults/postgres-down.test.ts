@@ -11,12 +11,8 @@ import {
   PASSWORD,
   registerClient,
 } from "../oauth/oauth-fixtures.js";
-import {
-  type PostgresCluster,
-  type RedisServer,
-  startPostgresCluster,
-  startRedisServer,
-} from "../support/clusters.js";
+import { type PostgresCluster, startPostgresCluster } from "../support/clusters.js";
+import { TEST_REDIS_URL } from "../support/env.js";
 import { eventually } from "../support/eventually.js";
 import { mintToken } from "../support/fixtures.js";
 import {
@@ -36,7 +32,6 @@ import {
 const STATEMENT_TIMEOUT_MS = 2000;
 
 let cluster: PostgresCluster;
-let redis: RedisServer;
 let database: Database;
 let service: ServiceProcess;
 let token: string;
@@ -44,13 +39,14 @@ let fixtures: Awaited<ReturnType<typeof importOAuthWorkspaces>>;
 let admin: HttpSession;
 
 beforeAll(async () => {
-  [cluster, redis] = await Promise.all([startPostgresCluster(), startRedisServer()]);
+  // Only Postgres is stopped: the shared Redis serves, with a queue prefix of this file's own.
+  cluster = await startPostgresCluster();
   database = await openServiceDatabase(cluster.url);
   fixtures = await importOAuthWorkspaces(database.db);
   token = await mintToken(database.db, fixtures.acme);
   service = await startService("start", {
     DATABASE_URL: cluster.url,
-    REDIS_URL: redis.url,
+    REDIS_URL: TEST_REDIS_URL,
     QUEUE_PREFIX: `faults-${randomBytes(6).toString("hex")}`,
     RATE_LIMIT_MAX: "100000",
     DATABASE_STATEMENT_TIMEOUT_MS: String(STATEMENT_TIMEOUT_MS),
@@ -61,7 +57,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await service?.kill();
   await database?.close();
-  await redis?.kill();
   await cluster?.destroy();
 });
 

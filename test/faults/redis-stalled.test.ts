@@ -6,12 +6,8 @@ import { webhookDeliveries } from "../../src/db/schema/index.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
-import {
-  type PostgresCluster,
-  type RedisServer,
-  startPostgresCluster,
-  startRedisServer,
-} from "../support/clusters.js";
+import { type RedisServer, startRedisServer } from "../support/clusters.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { eventually } from "../support/eventually.js";
 import { mintToken, type Workspace } from "../support/fixtures.js";
 import { Receiver } from "../support/receiver.js";
@@ -19,7 +15,6 @@ import {
   type Answer,
   call,
   HttpSession,
-  openServiceDatabase,
   type ServiceProcess,
   startService,
 } from "./service-process.js";
@@ -36,7 +31,7 @@ const ANSWER_BOUND_MS = 1000;
 const PING_BOUND_MS = 1500;
 const FALLBACK_WARNING = "each process counts budgets on its own";
 
-let cluster: PostgresCluster;
+let testDatabase: TestDatabase;
 let redis: RedisServer;
 let database: Database;
 let receiver: Receiver;
@@ -46,12 +41,13 @@ let a: ServiceProcess;
 let b: ServiceProcess;
 
 beforeAll(async () => {
-  [cluster, redis, receiver] = await Promise.all([
-    startPostgresCluster(),
+  // Only Redis is stopped: the shared Postgres serves, with a database of this file's own.
+  [testDatabase, redis, receiver] = await Promise.all([
+    createTestDatabase({ poolSize: 3 }),
     startRedisServer(),
     new Receiver().start(),
   ]);
-  database = await openServiceDatabase(cluster.url);
+  database = testDatabase.database;
   ({ acme: ws } = await importOAuthWorkspaces(database.db));
   ({ id: webhookId } = await createWebhook(
     database.db,
@@ -59,7 +55,7 @@ beforeAll(async () => {
     { organizationId: ws.organization.id, url: receiver.url("/hook"), events: ["task.created"] },
   ));
   const env = {
-    DATABASE_URL: cluster.url,
+    DATABASE_URL: testDatabase.url,
     REDIS_URL: redis.url,
     QUEUE_PREFIX,
     RATE_LIMIT_MAX: String(RATE_LIMIT_MAX),
@@ -72,9 +68,8 @@ afterAll(async () => {
   redis?.resume();
   await Promise.all([a?.kill(), b?.kill()]);
   await redis?.kill();
-  await database?.close();
+  await testDatabase?.drop();
   await receiver?.stop();
-  await cluster?.destroy();
 });
 
 const me = (service: ServiceProcess, token: string) => call(`${service.url}/api/v1/me`, { token });

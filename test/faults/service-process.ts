@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import type { Database } from "../../src/db/client.js";
 import { openPostgres } from "../../src/db/postgres.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
-import { CLI_ENTRY, ROOT } from "../support/cli.js";
+import { ROOT, svcCommand } from "../support/cli.js";
 import { freePort } from "../support/ports.js";
 
 // The service as it is deployed: `svc serve`, `svc worker` or `svc start` in processes of their
@@ -39,8 +39,8 @@ process.once("exit", () => {
 export async function startService(
   command: ServiceProcess["command"],
   env: Record<string, string>,
-  /** How node runs the CLI: the sources through tsx, or the built bundle (`dist/svc.mjs`). */
-  cli: string[] = ["--import", "tsx", CLI_ENTRY],
+  /** How node runs the CLI: the current sources' bundle, or the build's (`dist/svc.mjs`). */
+  cli: string[] = svcCommand(),
 ): Promise<ServiceProcess> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;

@@ -7,12 +7,8 @@ import type { Database } from "../../src/db/client.js";
 import { changeEvents, webhookAttempts, webhookDeliveries } from "../../src/db/schema/index.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
-import {
-  type PostgresCluster,
-  type RedisServer,
-  startPostgresCluster,
-  startRedisServer,
-} from "../support/clusters.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { TEST_REDIS_URL } from "../support/env.js";
 import { eventually } from "../support/eventually.js";
 import {
   importFixture,
@@ -22,17 +18,11 @@ import {
   workspaceDocument,
 } from "../support/fixtures.js";
 import { Receiver } from "../support/receiver.js";
-import {
-  call,
-  type Exit,
-  HANG_MS,
-  openServiceDatabase,
-  type ServiceProcess,
-  startService,
-} from "./service-process.js";
+import { call, type Exit, HANG_MS, type ServiceProcess, startService } from "./service-process.js";
 
-let cluster: PostgresCluster;
-let redis: RedisServer;
+// Neither server is stopped here: the shared ones serve, with a database and queue prefix of
+// this file's own.
+let testDatabase: TestDatabase;
 let database: Database;
 let receiver: Receiver;
 let ws: Workspace;
@@ -41,32 +31,30 @@ let env: Record<string, string>;
 const services: ServiceProcess[] = [];
 
 beforeAll(async () => {
-  [cluster, redis, receiver] = await Promise.all([
-    startPostgresCluster(),
-    startRedisServer(),
+  [testDatabase, receiver] = await Promise.all([
+    createTestDatabase({ poolSize: 3 }),
     new Receiver().start(),
   ]);
-  database = await openServiceDatabase(cluster.url);
+  database = testDatabase.database;
   ws = await importFixture(
     database.db,
     workspaceDocument("sigterm", { projects: [project("rover")] }),
   );
   token = await mintToken(database.db, ws);
   env = {
-    DATABASE_URL: cluster.url,
-    REDIS_URL: redis.url,
+    DATABASE_URL: testDatabase.url,
+    REDIS_URL: TEST_REDIS_URL,
     QUEUE_PREFIX: `faults-${randomBytes(6).toString("hex")}`,
     WEBHOOK_RELAY_INTERVAL_MS: "100",
     WEBHOOK_QUICK_RETRIES: "",
     RATE_LIMIT_MAX: "100000",
+    DATABASE_POOL_SIZE: "5",
   };
 });
 afterAll(async () => {
   await Promise.all(services.map((service) => service.kill()));
-  await database?.close();
   await receiver?.stop();
-  await redis?.kill();
-  await cluster?.destroy();
+  await testDatabase?.drop();
 });
 
 async function start(command: ServiceProcess["command"], extra: Record<string, string> = {}) {

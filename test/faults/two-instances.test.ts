@@ -8,29 +8,18 @@ import { createToken } from "../../src/modules/tokens/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { importOAuthWorkspaces, PASSWORD, userOf } from "../oauth/oauth-fixtures.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
-import {
-  type PostgresCluster,
-  type RedisServer,
-  startPostgresCluster,
-  startRedisServer,
-} from "../support/clusters.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { TEST_REDIS_URL } from "../support/env.js";
 import { eventually } from "../support/eventually.js";
-import {
-  call,
-  HttpSession,
-  openServiceDatabase,
-  type ServiceProcess,
-  startService,
-} from "./service-process.js";
+import { call, HttpSession, type ServiceProcess, startService } from "./service-process.js";
 
 // A deployment in miniature: two `svc serve` and two `svc worker` processes on one PostgreSQL
-// and one Redis.
+// and one Redis (the suite's shared ones, with a database and queue prefix of this file's own).
 
 const RATE_LIMIT_MAX = 20;
 const TASKS = 30;
 
-let cluster: PostgresCluster;
-let redis: RedisServer;
+let testDatabase: TestDatabase;
 let database: Database;
 let fixtures: Awaited<ReturnType<typeof importOAuthWorkspaces>>;
 let apis: ServiceProcess[];
@@ -69,12 +58,8 @@ class FailingOnceReceiver {
 const receiver = new FailingOnceReceiver();
 
 beforeAll(async () => {
-  [cluster, redis] = await Promise.all([
-    startPostgresCluster(),
-    startRedisServer(),
-    receiver.start(),
-  ]);
-  database = await openServiceDatabase(cluster.url);
+  [testDatabase] = await Promise.all([createTestDatabase({ poolSize: 3 }), receiver.start()]);
+  database = testDatabase.database;
   fixtures = await importOAuthWorkspaces(database.db);
   await createWebhook(
     database.db,
@@ -82,8 +67,8 @@ beforeAll(async () => {
     { organizationId: fixtures.acme.organization.id, url: receiver.url, events: ["task.created"] },
   );
   const env = {
-    DATABASE_URL: cluster.url,
-    REDIS_URL: redis.url,
+    DATABASE_URL: testDatabase.url,
+    REDIS_URL: TEST_REDIS_URL,
     QUEUE_PREFIX: `faults-${randomBytes(6).toString("hex")}`,
     WEBHOOK_RELAY_INTERVAL_MS: "100",
     // One quick retry, a second after the first attempt fails.
@@ -104,10 +89,8 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await Promise.all([...(apis ?? []), ...(workers ?? [])].map((service) => service.kill()));
-  await database?.close();
   await receiver.stop();
-  await redis?.kill();
-  await cluster?.destroy();
+  await testDatabase?.drop();
 });
 
 function mint() {

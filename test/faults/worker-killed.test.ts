@@ -7,55 +7,50 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { type Database, rowsOf } from "../../src/db/client.js";
 import { webhookAttempts, webhookDeliveries } from "../../src/db/schema/index.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
-import {
-  type PostgresCluster,
-  type RedisServer,
-  startPostgresCluster,
-  startRedisServer,
-} from "../support/clusters.js";
+import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { TEST_REDIS_URL } from "../support/env.js";
 import { eventually } from "../support/eventually.js";
 import { mintToken } from "../support/fixtures.js";
 import { roverWithWebhook } from "../support/pipeline.js";
 import { Receiver } from "../support/receiver.js";
-import { call, openServiceDatabase, type ServiceProcess, startService } from "./service-process.js";
+import { call, type ServiceProcess, startService } from "./service-process.js";
 
 // The window this test opens for real: the worker has taken the delivery's job off the queue
 // (BullMQ holds it as active, locked to that worker) and is loading the delivery, which the test
 // keeps waiting on a table lock, so nothing has been sent. The worker is SIGKILLed right there.
 // workers.test.ts kills a worker later, while its request is at the receiver.
 
-let cluster: PostgresCluster;
-let redis: RedisServer;
+// Only a worker is killed: the shared servers serve, with a database and queue prefix of this
+// file's own.
+let testDatabase: TestDatabase;
 let database: Database;
 let receiver: Receiver;
 const services: ServiceProcess[] = [];
 const queuePrefix = `faults-${randomBytes(6).toString("hex")}`;
 
 beforeAll(async () => {
-  [cluster, redis, receiver] = await Promise.all([
-    startPostgresCluster(),
-    startRedisServer(),
+  [testDatabase, receiver] = await Promise.all([
+    createTestDatabase({ poolSize: 3 }),
     new Receiver().start(),
   ]);
-  database = await openServiceDatabase(cluster.url);
+  database = testDatabase.database;
 });
 afterAll(async () => {
   await Promise.all(services.map((service) => service.kill()));
-  await database?.close();
   await receiver?.stop();
-  await redis?.kill();
-  await cluster?.destroy();
+  await testDatabase?.drop();
 });
 
 it("still delivers a delivery whose worker was SIGKILLed between claiming it and sending it", async () => {
   const env = {
-    DATABASE_URL: cluster.url,
-    REDIS_URL: redis.url,
+    DATABASE_URL: testDatabase.url,
+    REDIS_URL: TEST_REDIS_URL,
     QUEUE_PREFIX: queuePrefix,
     WEBHOOK_RELAY_INTERVAL_MS: "100",
     WEBHOOK_QUICK_RETRIES: "",
-    // The shortest lock allowed: a dead worker's job is taken over soonest.
-    WORKER_LOCK_SECONDS: "11",
+    // A short lock, so a dead worker's job is taken over soon; it still outlasts an attempt.
+    WORKER_LOCK_SECONDS: "3",
+    WEBHOOK_DELIVERY_TIMEOUT_MS: "2000",
     DATABASE_POOL_SIZE: "5",
   };
   const { ws } = await roverWithWebhook(
@@ -66,9 +61,9 @@ it("still delivers a delivery whose worker was SIGKILLed between claiming it and
     "/killed",
   );
   const token = await mintToken(database.db, ws);
-  const connection = new Redis(redis.url, { maxRetriesPerRequest: null });
+  const connection = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: null });
   const queue = new Queue("workspace", { connection, prefix: queuePrefix });
-  const locker = new pg.Client({ connectionString: cluster.url });
+  const locker = new pg.Client({ connectionString: testDatabase.url });
   await locker.connect();
   try {
     // The queue is paused so that the first worker fans the event out and queues its job, but
@@ -98,7 +93,7 @@ it("still delivers a delivery whose worker was SIGKILLed between claiming it and
     await eventually(async () => {
       const waiting = await database.db.execute(sql`
         select 1 from pg_stat_activity
-        where wait_event_type = 'Lock'
+        where datname = current_database() and wait_event_type = 'Lock'
           and query like '%from "webhook_deliveries" inner join "change_events"%'`);
       return rowsOf(waiting).length > 0;
     });

@@ -9,6 +9,7 @@ import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { api } from "../support/api.js";
 import { createTestApp, type TestApp } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";
+import { eventually } from "../support/eventually.js";
 import { importFixture, mintToken, workspaceDocument } from "../support/fixtures.js";
 
 /** A well-formed token nobody could check: the database holding it is away. */
@@ -90,6 +91,8 @@ describe("a database too slow or too busy", () => {
   let token: string;
   let taskId: string;
   let locker: pg.Client;
+  // Outside the locker's transaction, which would keep seeing one snapshot of pg_stat_activity.
+  let watcher: pg.Client;
 
   beforeAll(async () => {
     // One connection: a statement that held it past its timeout would starve the next request.
@@ -111,10 +114,11 @@ describe("a database too slow or too busy", () => {
     expect(created.status).toBe(200);
     taskId = created.body.data.id;
     locker = new pg.Client({ connectionString: t.config.databaseUrl });
-    await locker.connect();
+    watcher = new pg.Client({ connectionString: t.config.databaseUrl });
+    await Promise.all([locker.connect(), watcher.connect()]);
   });
   afterAll(async () => {
-    await locker.end();
+    await Promise.all([locker.end(), watcher.end()]);
     await t.close();
   });
 
@@ -160,7 +164,13 @@ describe("a database too slow or too busy", () => {
         token,
         body: { title: "Holding the pool" },
       });
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      await eventually(async () => {
+        const waiting = await watcher.query(
+          `select 1 from pg_stat_activity
+           where datname = current_database() and wait_event_type = 'Lock'`,
+        );
+        return waiting.rowCount !== 0;
+      });
       const starved = await api(t.app, "GET", "/api/v1/projects", { token });
       expect(starved.status).toBe(503);
       expect(starved.body.error).toBe("unavailable");

@@ -1,7 +1,8 @@
-import { setTimeout as sleep } from "node:timers/promises";
+import { sql } from "drizzle-orm";
 import * as oauth from "oauth4webapi";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { rowsOf } from "../../src/db/client.js";
 import {
   type CallbackServer,
   discover,
@@ -17,11 +18,12 @@ import { importOAuthWorkspaces, PASSWORD, registerClient } from "./oauth-fixture
 let browser: Browser;
 let served: ServedApp;
 let addon: CallbackServer;
+const CODE_TTL_SECONDS = 90;
 
 beforeAll(async () => {
   [browser, served, addon] = await Promise.all([
     launchBrowser(),
-    serveTestApp({ OAUTH_CODE_TTL_SECONDS: "1" }),
+    serveTestApp({ OAUTH_CODE_TTL_SECONDS: String(CODE_TTL_SECONDS) }),
     startCallbackServer(),
   ]);
 });
@@ -49,8 +51,15 @@ it("refuses a code redeemed after OAUTH_CODE_TTL_SECONDS with invalid_grant", as
   const params = await authorize(page, as, flow, "projects:read");
   await context.close();
 
-  // Outlive the one-second lifetime (a wait, not a timing assertion).
-  await sleep(1500);
+  // The code lives OAUTH_CODE_TTL_SECONDS; its expiry is then moved to the past rather than
+  // waited for.
+  const [code] = rowsOf<{ lifetime: number }>(
+    await served.db.execute(sql`
+      select extract(epoch from expires_at - created_at)::float as lifetime from oauth_codes`),
+  );
+  expect(code?.lifetime).toBeGreaterThan(CODE_TTL_SECONDS - 5);
+  expect(code?.lifetime).toBeLessThan(CODE_TTL_SECONDS + 5);
+  await served.db.execute(sql`update oauth_codes set expires_at = now() - interval '1 second'`);
   const response = await redeem(as, flow, params);
   const error = await oauth
     .processAuthorizationCodeResponse(as, flow.client, response)

@@ -1,10 +1,23 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { inject } from "vitest";
 import { TEST_SECRET_KEY } from "./app.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const CLI_ENTRY = path.join(ROOT, "src/cli/index.ts");
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    /** The CLI bundled from the current sources by global-setup.ts. */
+    cliBundle: string;
+  }
+}
+
+/** How node runs `svc` in the tests: the bundle of the current sources (see cli-bundle.ts). */
+export function svcCommand(): string[] {
+  return [inject("cliBundle")];
+}
 
 export type CliResult = { code: number | null; stdout: string; stderr: string };
 
@@ -15,7 +28,7 @@ export function runCli(
   input?: string,
 ): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", CLI_ENTRY, ...args], {
+    const child = spawn(process.execPath, [...svcCommand(), ...args], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH,

@@ -1,6 +1,9 @@
 import { Redis } from "ioredis";
 import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { bundleCliForTests } from "./cli-bundle.js";
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from "./env.js";
+import { createMigratedTemplate } from "./template-database.js";
 
 const HOW_TO_START =
   "The tests need a real PostgreSQL and Redis. Start them (see docs/testing.md, 'Running the tests'), e.g. " +
@@ -43,7 +46,17 @@ async function checkRedis(): Promise<void> {
   }
 }
 
-/** Stops the whole suite at once, with directions, when a real server is missing. */
-export default async function setup(): Promise<void> {
+/**
+ * Stops the whole suite at once, with directions, when a real server is missing; then migrates
+ * the template every test file's database is copied from and bundles the CLI the tests start,
+ * and removes both after the run.
+ */
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await Promise.all([checkPostgres(), checkRedis()]);
+  const [template, cli] = await Promise.all([createMigratedTemplate(), bundleCliForTests()]);
+  project.provide("templateDatabase", template.name);
+  project.provide("cliBundle", cli.entry);
+  return async () => {
+    await Promise.all([template.drop(), cli.remove()]);
+  };
 }

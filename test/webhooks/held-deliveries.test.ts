@@ -1,8 +1,11 @@
+import { Queue } from "bullmq";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhookDeliveries } from "../../src/db/schema/index.js";
+import { overdueDeliveries } from "../../src/webhooks/retry-pass.js";
 import { listWebhooks, setWebhookEnabled } from "../../src/webhooks/service.js";
 import { runCli } from "../support/cli.js";
+import { TEST_REDIS_URL } from "../support/env.js";
 import { eventually } from "../support/eventually.js";
 import { type Pipeline, startPipeline, workspaceWithWebhook } from "../support/pipeline.js";
 import { Receiver } from "../support/receiver.js";
@@ -40,8 +43,22 @@ describe("a disabled webhook", () => {
     expect(held.every((row) => row.status === "pending" && row.attempts === 0)).toBe(true);
     const [listed] = await listWebhooks(p.db, ws.organization.id);
     expect(listed).toMatchObject({ enabled: false, heldDeliveries: 4, exhaustedDeliveries: 0 });
-    // Held, not sent: the relay and the recovery of lost jobs both leave them alone.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Held, not sent: the relay queued no job for them, and the recovery of lost jobs would
+    // not pick them up however late they were.
+    const queue = new Queue("workspace", {
+      connection: { url: TEST_REDIS_URL },
+      prefix: p.queuePrefix,
+    });
+    try {
+      const jobIds = (await queue.getJobs()).map((job) => job.id ?? "");
+      for (const row of held) {
+        expect(jobIds.filter((jobId) => jobId.includes(row.id))).toEqual([]);
+      }
+    } finally {
+      await queue.close();
+    }
+    const overdue = await overdueDeliveries(p.db, { ...p.config.webhooks, overdueAfterMs: 0 });
+    expect(overdue.filter(({ id }) => held.some((row) => row.id === id))).toEqual([]);
     expect(receiver.on("/held")).toHaveLength(0);
 
     await setWebhookEnabled(p.db, { id: webhook.id, enabled: true });

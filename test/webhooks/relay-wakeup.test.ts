@@ -91,11 +91,13 @@ describe.each([
 });
 
 describe("the daily pass over more failed deliveries than one batch", () => {
-  const FAILED = 1_200;
+  // Small batches prove the batching with a small fixture; the default batch is 500.
+  const BATCH = { WEBHOOK_RETRY_PASS_BATCH_SIZE: "50" };
+  const FAILED = 120;
   let p: Pipeline;
   beforeAll(async () => {
     // One webhook takes every delivery here: its share of the slots is all of them.
-    p = await startPipeline({ WEBHOOK_MAX_IN_FLIGHT: "50" });
+    p = await startPipeline({ WEBHOOK_MAX_IN_FLIGHT: "50", ...BATCH });
   });
   afterAll(() => p.close());
 
@@ -139,14 +141,14 @@ describe("the daily pass over more failed deliveries than one batch", () => {
     const batches: string[][] = [];
     const claimed = await runRetryPass(
       p.db,
-      p.config.webhooks.retryPasses,
+      p.config.webhooks,
       async (batch) => {
         batches.push(batch.map((delivery) => delivery.id));
       },
       { organizationId },
     );
     expect(claimed).toBe(FAILED);
-    expect(batches.map((batch) => batch.length)).toEqual([500, 500, 200]);
+    expect(batches.map((batch) => batch.length)).toEqual([50, 50, 20]);
     expect(new Set(batches.flat())).toEqual(new Set(ids));
   });
 
@@ -173,6 +175,7 @@ describe("the daily pass over more failed deliveries than one batch", () => {
     const { ids } = await failedDeliveries("cli-batches", path);
     const res = await runCli(["webhook", "retry-failed", "--json"], {
       DATABASE_URL: p.config.databaseUrl ?? "",
+      ...BATCH,
     });
     expect(res.code, res.stderr).toBe(0);
     // The pass is not scoped: it may also take deliveries the other tests left failed.

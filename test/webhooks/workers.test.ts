@@ -10,7 +10,7 @@ import { createWebhook } from "../../src/webhooks/service.js";
 import { startWorker } from "../../src/worker.js";
 import { api } from "../support/api.js";
 import { createTestApp, TEST_SECRET_KEY, type TestApp } from "../support/app.js";
-import { CLI_ENTRY, ROOT } from "../support/cli.js";
+import { ROOT, svcCommand } from "../support/cli.js";
 import { TEST_REDIS_URL } from "../support/env.js";
 import { eventually } from "../support/eventually.js";
 import {
@@ -49,7 +49,9 @@ async function setup(
     QUEUE_PREFIX: queuePrefix,
     WEBHOOK_RELAY_INTERVAL_MS: "100",
     WEBHOOK_QUICK_RETRIES: "",
-    WORKER_LOCK_SECONDS: "11",
+    // A killed worker's jobs are taken over after 4 s rather than 30 s; an attempt takes 3 s at most.
+    WORKER_LOCK_SECONDS: "4",
+    WEBHOOK_DELIVERY_TIMEOUT_MS: "3000",
     RATE_LIMIT_MAX: "100000",
     ...extraEnv,
   };
@@ -89,7 +91,7 @@ async function createTasks(s: Setup, count: number) {
 }
 
 function spawnWorker(s: Setup): ChildProcess {
-  return spawn(process.execPath, ["--import", "tsx", CLI_ENTRY, "worker"], {
+  return spawn(process.execPath, [...svcCommand(), "worker"], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH,

@@ -192,7 +192,7 @@ async function retryFailed(args: string[]): Promise<void> {
         });
       };
     await withDeliveryPipeline(db, config, (pipeline) =>
-      runRetryPass(db, config.webhooks.retryPasses, (batch) =>
+      runRetryPass(db, config.webhooks, (batch) =>
         sendAll(batch, config.workerConcurrency, retryOne(pipeline)),
       ),
     );
