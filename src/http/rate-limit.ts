@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import rateLimit, { type FastifyRateLimitStore } from "@fastify/rate-limit";
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
 import type { Result } from "ioredis";
@@ -26,15 +25,31 @@ function rateLimitKey(lookup: BearerLookup, overBudget: OverBudgetAddresses) {
   };
 }
 
-type StoreConstructor = new (
-  continueExceeding: boolean,
-  exponentialBackoff: boolean,
-  ...backing: unknown[]
-) => FastifyRateLimitStore;
+// As many budgets as the plugin's own in-memory store keeps; the least recently used goes first.
+const LOCAL_BUDGETS = 5000;
 
-// The plugin's own store, which it does not export by name: one budget in this process's memory.
-const require = createRequire(import.meta.url);
-const LocalStore: StoreConstructor = require("@fastify/rate-limit/store/LocalStore");
+type Counted = Parameters<FastifyRateLimitStore["incr"]>[1];
+
+/** Budgets counted in this process's memory, in the fixed window the shared ones use. */
+class LocalBudgets {
+  private readonly windows = new Map<string, { current: number; startedAt: number }>();
+
+  incr(key: string, counted: Counted, timeWindow: number): void {
+    const now = Date.now();
+    const running = this.windows.get(key);
+    const window =
+      running === undefined || running.startedAt + timeWindow <= now
+        ? { current: 1, startedAt: now }
+        : { current: running.current + 1, startedAt: running.startedAt };
+    this.windows.delete(key);
+    this.windows.set(key, window);
+    if (this.windows.size > LOCAL_BUDGETS) {
+      const [oldest] = this.windows.keys();
+      if (oldest !== undefined) this.windows.delete(oldest);
+    }
+    counted(null, { current: window.current, ttl: window.startedAt + timeWindow - now });
+  }
+}
 
 /**
  * The budgets' keys: per deployment, so two sharing a Redis keep their own budgets. With the
@@ -77,8 +92,7 @@ declare module "ioredis" {
   }
 }
 
-type Counted = Parameters<FastifyRateLimitStore["incr"]>[1];
-type Waiting = { counted: Counted[]; timeWindow: number; max: number };
+type Waiting = { counted: Counted[]; timeWindow: number };
 
 type SharedBudgetOptions = {
   namespace: string;
@@ -101,28 +115,27 @@ class SharedBudgetWithLocalFallback implements FastifyRateLimitStore {
 
   constructor(
     private readonly redis: RequestPathRedis,
-    private readonly local: FastifyRateLimitStore,
+    private readonly local: LocalBudgets,
     private readonly options: SharedBudgetOptions,
   ) {}
 
   static over(redis: RequestPathRedis, options: SharedBudgetOptions) {
     redis.defineCommand("incrementBudgets", { lua: INCREMENT_BUDGETS });
-    // A fixed window: neither continueExceeding nor exponentialBackoff is configured.
     return class extends SharedBudgetWithLocalFallback {
       constructor() {
-        super(redis, new LocalStore(false, false), options);
+        super(redis, new LocalBudgets(), options);
       }
     };
   }
 
-  incr(...[key, counted, timeWindow, max]: Parameters<FastifyRateLimitStore["incr"]>): void {
+  incr(...[key, counted, timeWindow]: Parameters<FastifyRateLimitStore["incr"]>): void {
     const waiting = this.waiting.get(key);
     if (waiting !== undefined) {
       waiting.counted.push(counted);
       return;
     }
     if (this.waiting.size === 0) setImmediate(() => void this.countWaiting());
-    this.waiting.set(key, { counted: [counted], timeWindow, max });
+    this.waiting.set(key, { counted: [counted], timeWindow });
   }
 
   private async countWaiting(): Promise<void> {
@@ -140,8 +153,8 @@ class SharedBudgetWithLocalFallback implements FastifyRateLimitStore {
       );
     } catch (error) {
       this.fallBack(error);
-      for (const [key, { counted, timeWindow, max }] of turn) {
-        for (const callback of counted) this.local.incr(key, callback, timeWindow, max);
+      for (const [key, { counted, timeWindow }] of turn) {
+        for (const callback of counted) this.local.incr(key, callback, timeWindow);
       }
       return;
     }

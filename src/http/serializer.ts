@@ -1,5 +1,5 @@
 import fastJson from "fast-json-stringify";
-import type { FastifySerializerCompiler } from "fastify/types/schema.js";
+import type { FastifySerializerCompiler } from "fastify";
 import { z } from "zod";
 
 type JsonSchema = { [keyword: string]: unknown };
