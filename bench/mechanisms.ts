@@ -6,7 +6,7 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -59,7 +59,9 @@ async function offBuild(parent: string, name: string): Promise<Build> {
   );
   await run(process.execPath, ["--import", "tsx", "scripts/bundle.ts"], { cwd: root });
   // The migrations are the same, so is the template a fresh embedded DATA_DIR starts from.
-  symlinkSync(path.join(ROOT, "dist/embedded-template"), path.join(root, "dist/embedded-template"));
+  cpSync(path.join(ROOT, "dist/embedded-template"), path.join(root, "dist/embedded-template"), {
+    recursive: true,
+  });
   return { name, root };
 }
 
@@ -207,7 +209,9 @@ async function compareStarts(entries: Entry[], log: (line: string) => void) {
       const dataDir = mkdtempSync(path.join(tmpdir(), "bench-mechanisms-"));
       dataDirs.set(entry.name, dataDir);
       const first = start(entry, dataDir);
-      await waitForOk(`http://127.0.0.1:${port}/healthz`, first);
+      await waitForOk(`http://127.0.0.1:${port}/healthz`, first).catch((error: Error) => {
+        throw new Error(`${entry.name}: ${error.message}`);
+      });
       await stopProcess(first);
     }
     const measured = new Map(entries.map((entry) => [entry.name, [] as StartRound[]]));
@@ -294,8 +298,22 @@ export async function measureMechanisms(
     const on: Build = { name: "on", root: ROOT };
     const comparisons: Comparison[] = [];
 
+    // A part that fails is reported and the others still run: the figures so far are kept.
+    const part = async (name: string, measure: () => Promise<void>) => {
+      const before = comparisons.length;
+      try {
+        await measure();
+      } catch (error) {
+        log(
+          `mechanisms: ${name} failed: ${error instanceof Error ? error.message : String(error)}`,
+        );
+      }
+      for (const row of comparisonTable(comparisons.slice(before))) log(row);
+    };
+
     const apiOff = present(Object.keys(API_MECHANISMS)).flatMap((name) => builds.get(name) ?? []);
-    if (apiOff.length > 0) {
+    await part("API", async () => {
+      if (apiOff.length === 0) return;
       log("mechanisms: API, every build in interleaved rounds");
       const api = await compareApi(settings, [on, ...apiOff], log);
       const ofBuild = (name: string) => api.get(name) ?? [];
@@ -321,7 +339,7 @@ export async function measureMechanisms(
           );
         }
       }
-    }
+    });
 
     log("mechanisms: starts, every build in interleaved rounds");
     const entries: Entry[] = [
@@ -332,39 +350,42 @@ export async function measureMechanisms(
         return build === undefined ? [] : [{ name, root: build.root, file: "dist/svc.mjs" }];
       }),
     ];
-    const starts = await compareStarts(entries, log);
-    const onStarts = starts.get("on") ?? [];
-    for (const entry of entries.slice(1)) {
-      const offStarts = starts.get(entry.name) ?? [];
-      const mechanism = START_MECHANISMS[entry.name] ?? entry.name;
-      const of = (rounds: StartRound[], key: keyof StartRound) => rounds.map((r) => r[key]);
-      comparisons.push(
-        {
-          mechanism,
-          measure: "embedded restart ms",
-          better: "lower",
-          on: of(onStarts, "restartMs"),
-          off: of(offStarts, "restartMs"),
-        },
-        {
-          mechanism,
-          measure: "RSS once ready MiB",
-          better: "lower",
-          on: of(onStarts, "rssMiB"),
-          off: of(offStarts, "rssMiB"),
-        },
-        {
-          mechanism,
-          measure: "CLI command (`svc token`) ms",
-          better: "lower",
-          on: of(onStarts, "cliMs"),
-          off: of(offStarts, "cliMs"),
-        },
-      );
-    }
+    await part("starts", async () => {
+      const starts = await compareStarts(entries, log);
+      const onStarts = starts.get("on") ?? [];
+      for (const entry of entries.slice(1)) {
+        const offStarts = starts.get(entry.name) ?? [];
+        const mechanism = START_MECHANISMS[entry.name] ?? entry.name;
+        const of = (rounds: StartRound[], key: keyof StartRound) => rounds.map((r) => r[key]);
+        comparisons.push(
+          {
+            mechanism,
+            measure: "embedded restart ms",
+            better: "lower",
+            on: of(onStarts, "restartMs"),
+            off: of(offStarts, "restartMs"),
+          },
+          {
+            mechanism,
+            measure: "RSS once ready MiB",
+            better: "lower",
+            on: of(onStarts, "rssMiB"),
+            off: of(offStarts, "rssMiB"),
+          },
+          {
+            mechanism,
+            measure: "CLI command (`svc token`) ms",
+            better: "lower",
+            on: of(onStarts, "cliMs"),
+            off: of(offStarts, "cliMs"),
+          },
+        );
+      }
+    });
 
     const grouped = builds.get("grouped-writers");
-    if (grouped !== undefined) {
+    await part("burst", async () => {
+      if (grouped === undefined) return;
       log("mechanisms: pipeline burst, on and off in interleaved rounds");
       const bursts = await measureBurstOfBuilds(settings, [on, grouped], BURST_ROUNDS, log);
       comparisons.push({
@@ -374,7 +395,7 @@ export async function measureMechanisms(
         on: bursts.get("on") ?? [],
         off: bursts.get("grouped-writers") ?? [],
       });
-    }
+    });
     return comparisons;
   } finally {
     await removeBuilds(parent);
