@@ -44,7 +44,7 @@ export type ApiResults = { endpoints: EndpointResult[]; peakRssMiB: number };
 const TRANSCRIPT_CHARACTERS = 20_000;
 
 /** The bench workspace: one project of 100 tasks, a page of 40 list items, a transcript. */
-export function benchWorkspace(organization: string) {
+function benchWorkspace(organization: string) {
   const words = "status update about the rover wheels and the next test campaign ";
   return {
     organization: { slug: organization, name: "Bench" },
@@ -124,7 +124,7 @@ function endpointsOf(imported: {
   ];
 }
 
-export async function loadRound(round: Round): Promise<RoundResult> {
+async function loadRound(round: Round): Promise<RoundResult> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
     ["--import", "tsx", path.join(ROOT, "bench/load.ts"), JSON.stringify(round)],

@@ -1,36 +1,19 @@
 /**
  * `npm run bench -- mechanisms`: each speed mechanism on and off in one run. An "off" build is
- * this commit with bench/mechanisms/<name>.patch applied, in a temporary git worktree; the bundle
- * is off by starting the tsc output instead. On and off run in interleaved rounds, and a
- * mechanism pays when its worst round beats the other build's best by at least 5 %.
+ * this commit with bench/mechanisms/<name>.patch applied, in a temporary git worktree. On and off
+ * run in interleaved rounds, and a mechanism pays when its worst round beats the other build's
+ * best by at least 5 %. The mechanisms measured and removed are in bench/RESULTS.md.
  */
 import { execFile } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { cpSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import { benchWorkspace, loadRound } from "./api.js";
-import type { RoundResult } from "./load.js";
-import { measureBurstOfBuilds, rotated } from "./pipeline.js";
-import {
-  createDatabase,
-  freePort,
-  median,
-  ROOT,
-  type Started,
-  startProcess,
-  stopProcess,
-  svc,
-  treeRss,
-  waitForOk,
-} from "./processes.js";
+import { measureBurstOfBuilds } from "./pipeline.js";
+import { median, ROOT } from "./processes.js";
 
 const run = promisify(execFile);
 const PATCHES = path.join(ROOT, "bench/mechanisms");
-const API_ROUNDS = 3;
-const API_ROUND_SECONDS = 3;
-const START_ROUNDS = 5;
 const BURST_ROUNDS = 3;
 const MARGIN = 0.05;
 
@@ -44,7 +27,7 @@ export type Comparison = {
   off: number[];
 };
 
-/** A worktree of HEAD with one patch applied, built (tsc and the bundle) for the bench. */
+/** A worktree of HEAD with one patch applied, built for the bench. */
 async function offBuild(parent: string, name: string): Promise<Build> {
   const root = path.join(parent, name);
   await run("git", ["worktree", "add", "--detach", root, "HEAD"], { cwd: ROOT });
@@ -53,11 +36,8 @@ async function offBuild(parent: string, name: string): Promise<Build> {
   await run(
     process.execPath,
     [path.join(ROOT, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.build.json"],
-    {
-      cwd: root,
-    },
+    { cwd: root },
   );
-  await run(process.execPath, ["--import", "tsx", "scripts/bundle.ts"], { cwd: root });
   // The migrations are the same, so is the template a fresh embedded DATA_DIR starts from.
   cpSync(path.join(ROOT, "dist/embedded-template"), path.join(root, "dist/embedded-template"), {
     recursive: true,
@@ -74,175 +54,8 @@ async function removeBuilds(parent: string): Promise<void> {
   rmSync(parent, { recursive: true, force: true });
 }
 
-type ApiEndpoint = { name: string; method: "GET" | "POST"; path: string; body?: string };
-
-/** req/s and p99 of a list, a single read and a write, each build in turn, round by round. */
-async function compareApi(
-  settings: { databaseUrl: string; redisUrl: string },
-  builds: Build[],
-  log: (line: string) => void,
-): Promise<Map<string, { endpoint: string; rounds: RoundResult[] }[]>> {
-  const database = await createDatabase(settings.databaseUrl);
-  const organization = "bench";
-  const base: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    NODE_ENV: "production",
-    SECRET_KEY: randomBytes(32).toString("base64"),
-    DATABASE_URL: database.url,
-    REDIS_URL: settings.redisUrl,
-    RATE_LIMIT_MAX: "1000000000",
-  };
-  const started: Started[] = [];
-  try {
-    await svc(["migrate"], base);
-    const file = path.join(tmpdir(), `bench-${randomBytes(4).toString("hex")}.json`);
-    writeFileSync(file, JSON.stringify(benchWorkspace(organization)));
-    const imported = JSON.parse(
-      await svc(["import", file, "--json"], base).finally(() => rmSync(file, { force: true })),
-    ) as { projects: { pages: { id: string }[] }[] };
-    const { token } = JSON.parse(
-      await svc(
-        [
-          "token",
-          "create",
-          "--org",
-          organization,
-          "--user",
-          `admin@${organization}.example`,
-        ].concat(["--scopes", "all", "--json"]),
-        base,
-      ),
-    ) as { token: string };
-    const endpoints: ApiEndpoint[] = [
-      {
-        name: "GET /projects/{slug}/tasks (100)",
-        method: "GET",
-        path: "/api/v1/projects/rover/tasks",
-      },
-      {
-        name: "GET /pages/{id} (40 items)",
-        method: "GET",
-        path: `/api/v1/pages/${imported.projects[0]?.pages[0]?.id}`,
-      },
-      {
-        name: "POST /projects/{slug}/tasks",
-        method: "POST",
-        path: "/api/v1/projects/rover/tasks",
-        body: JSON.stringify({ title: "Bench task" }),
-      },
-    ];
-    const urls = new Map<string, string>();
-    for (const build of builds) {
-      const port = await freePort();
-      const env = { ...base, PORT: String(port), QUEUE_PREFIX: `bench-${build.name}-${port}` };
-      const service = startProcess(
-        process.execPath,
-        ["--heap-growing-percent=40", "dist/svc.mjs", "serve"],
-        env,
-        build.root,
-      );
-      started.push(service);
-      const url = `http://127.0.0.1:${port}`;
-      await waitForOk(`${url}/readyz`, service);
-      urls.set(build.name, url);
-    }
-    const results = new Map(
-      builds.map((build) => [build.name, [] as { endpoint: string; rounds: RoundResult[] }[]]),
-    );
-    for (const endpoint of endpoints) {
-      const round = (build: Build, seconds: number) =>
-        loadRound({
-          url: `${urls.get(build.name)}${endpoint.path}`,
-          method: endpoint.method,
-          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-          body: endpoint.body,
-          connections: 50,
-          seconds,
-        });
-      for (const build of builds) await round(build, 1);
-      const rounds = new Map(builds.map((build) => [build.name, [] as RoundResult[]]));
-      for (let i = 0; i < API_ROUNDS; i++) {
-        for (const build of rotated(builds, i)) {
-          rounds.get(build.name)?.push(await round(build, API_ROUND_SECONDS));
-        }
-      }
-      for (const build of builds) {
-        results
-          .get(build.name)
-          ?.push({ endpoint: endpoint.name, rounds: rounds.get(build.name) ?? [] });
-      }
-      log(`mechanisms: ${endpoint.name} measured on ${builds.length} builds`);
-    }
-    return results;
-  } finally {
-    for (const service of started) await stopProcess(service);
-    await database.drop();
-  }
-}
-
-type Entry = { name: string; root: string; file: string };
-type StartRound = { restartMs: number; rssMiB: number; cliMs: number };
-
-/**
- * The embedded default's restart (spawn to the first /healthz 200, on a seeded DATA_DIR), the
- * process's RSS once ready, and a CLI command that loads its module and refuses its arguments.
- */
-async function compareStarts(entries: Entry[], log: (line: string) => void) {
-  const port = await freePort();
-  const env = (dataDir: string): NodeJS.ProcessEnv => ({
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    DATA_DIR: dataDir,
-    PORT: String(port),
-  });
-  const start = (entry: Entry, dataDir: string) =>
-    startProcess(
-      process.execPath,
-      ["--heap-growing-percent=40", entry.file, "start"],
-      env(dataDir),
-      entry.root,
-    );
-  const dataDirs = new Map<string, string>();
-  try {
-    for (const entry of entries) {
-      const dataDir = mkdtempSync(path.join(tmpdir(), "bench-mechanisms-"));
-      dataDirs.set(entry.name, dataDir);
-      const first = start(entry, dataDir);
-      await waitForOk(`http://127.0.0.1:${port}/healthz`, first).catch((error: Error) => {
-        throw new Error(`${entry.name}: ${error.message}`);
-      });
-      await stopProcess(first);
-    }
-    const measured = new Map(entries.map((entry) => [entry.name, [] as StartRound[]]));
-    for (let i = 0; i < START_ROUNDS; i++) {
-      for (const entry of rotated(entries, i)) {
-        const began = performance.now();
-        const service = start(entry, dataDirs.get(entry.name) ?? "");
-        await waitForOk(`http://127.0.0.1:${port}/healthz`, service);
-        const restartMs = performance.now() - began;
-        await new Promise((resolve) => setTimeout(resolve, 500));
-        const rssMiB = treeRss(service.child.pid ?? 0) / 2 ** 20;
-        await stopProcess(service);
-        const cliBegan = performance.now();
-        await run(process.execPath, [entry.file, "token"], { cwd: entry.root }).catch(
-          (error: { code?: number }) => {
-            if (error.code !== 2) throw error;
-          },
-        );
-        const cliMs = performance.now() - cliBegan;
-        measured.get(entry.name)?.push({ restartMs, rssMiB, cliMs });
-      }
-      log(`mechanisms: start round ${i + 1} of ${START_ROUNDS}`);
-    }
-    return measured;
-  } finally {
-    for (const dataDir of dataDirs.values()) rmSync(dataDir, { recursive: true, force: true });
-  }
-}
-
 /** Whether `on` beats `off` by the margin in every round against every round. */
-export function pays(comparison: Comparison): boolean {
+function pays(comparison: Comparison): boolean {
   const { on, off, better } = comparison;
   return better === "higher"
     ? Math.min(...on) >= Math.max(...off) * (1 + MARGIN)
@@ -265,138 +78,27 @@ export function comparisonTable(comparisons: Comparison[]): string[] {
   ];
 }
 
-const API_MECHANISMS: Record<string, string> = {
-  serializer: "custom serializer (fast-json-stringify from the zod schema)",
-  "rate-limit-batching": "batching rate-limit store (one Redis command per turn)",
-  "callback-hooks": "callback-style hooks",
-};
-const START_MECHANISMS: Record<string, string> = {
-  "lazy-imports": "lazy imports",
-  bundle: "bundled start file (dist/svc.mjs)",
-  "writers-on-first-use": "response writers compiled on first use",
-};
-
+/** Grouped writers on and off: the only mechanism left with an "off" patch. */
 export async function measureMechanisms(
   settings: { databaseUrl: string; redisUrl: string },
   log: (line: string) => void,
 ): Promise<Comparison[]> {
   const parent = mkdtempSync(path.join(tmpdir(), "bench-mechanisms-builds-"));
-  const available = new Set(readdirSync(PATCHES).map((file) => file.replace(/\.patch$/, "")));
-  const present = (names: string[]) => names.filter((name) => available.has(name));
   try {
-    const names = [...available];
-    log(`mechanisms: building ${names.join(", ")} off`);
-    const builds = new Map<string, Build>();
-    // Two builds at a time: the machine has two cores.
-    for (let i = 0; i < names.length; i += 2) {
-      for (const build of await Promise.all(
-        names.slice(i, i + 2).map((n) => offBuild(parent, n)),
-      )) {
-        builds.set(build.name, build);
-      }
-    }
+    log("mechanisms: building grouped-writers off");
+    const grouped = await offBuild(parent, "grouped-writers");
+    log("mechanisms: pipeline burst, on and off in interleaved rounds");
     const on: Build = { name: "on", root: ROOT };
-    const comparisons: Comparison[] = [];
-
-    // A part that fails is reported and the others still run: the figures so far are kept.
-    const part = async (name: string, measure: () => Promise<void>) => {
-      const before = comparisons.length;
-      try {
-        await measure();
-      } catch (error) {
-        log(
-          `mechanisms: ${name} failed: ${error instanceof Error ? error.message : String(error)}`,
-        );
-      }
-      for (const row of comparisonTable(comparisons.slice(before))) log(row);
-    };
-
-    const apiOff = present(Object.keys(API_MECHANISMS)).flatMap((name) => builds.get(name) ?? []);
-    await part("API", async () => {
-      if (apiOff.length === 0) return;
-      log("mechanisms: API, every build in interleaved rounds");
-      const api = await compareApi(settings, [on, ...apiOff], log);
-      const ofBuild = (name: string) => api.get(name) ?? [];
-      for (const build of apiOff) {
-        for (const [index, measured] of ofBuild(build.name).entries()) {
-          const onRounds = ofBuild("on")[index]?.rounds ?? [];
-          const mechanism = API_MECHANISMS[build.name] ?? build.name;
-          comparisons.push(
-            {
-              mechanism,
-              measure: `${measured.endpoint} req/s`,
-              better: "higher",
-              on: onRounds.map((r) => r.requestsPerSecond),
-              off: measured.rounds.map((r) => r.requestsPerSecond),
-            },
-            {
-              mechanism,
-              measure: `${measured.endpoint} p99 ms`,
-              better: "lower",
-              on: onRounds.map((r) => r.p99),
-              off: measured.rounds.map((r) => r.p99),
-            },
-          );
-        }
-      }
-    });
-
-    log("mechanisms: starts, every build in interleaved rounds");
-    const entries: Entry[] = [
-      { name: "on", root: ROOT, file: "dist/svc.mjs" },
-      { name: "bundle", root: ROOT, file: "dist/src/cli/index.js" },
-      ...present(["lazy-imports", "writers-on-first-use"]).flatMap((name) => {
-        const build = builds.get(name);
-        return build === undefined ? [] : [{ name, root: build.root, file: "dist/svc.mjs" }];
-      }),
-    ];
-    await part("starts", async () => {
-      const starts = await compareStarts(entries, log);
-      const onStarts = starts.get("on") ?? [];
-      for (const entry of entries.slice(1)) {
-        const offStarts = starts.get(entry.name) ?? [];
-        const mechanism = START_MECHANISMS[entry.name] ?? entry.name;
-        const of = (rounds: StartRound[], key: keyof StartRound) => rounds.map((r) => r[key]);
-        comparisons.push(
-          {
-            mechanism,
-            measure: "embedded restart ms",
-            better: "lower",
-            on: of(onStarts, "restartMs"),
-            off: of(offStarts, "restartMs"),
-          },
-          {
-            mechanism,
-            measure: "RSS once ready MiB",
-            better: "lower",
-            on: of(onStarts, "rssMiB"),
-            off: of(offStarts, "rssMiB"),
-          },
-          {
-            mechanism,
-            measure: "CLI command (`svc token`) ms",
-            better: "lower",
-            on: of(onStarts, "cliMs"),
-            off: of(offStarts, "cliMs"),
-          },
-        );
-      }
-    });
-
-    const grouped = builds.get("grouped-writers");
-    await part("burst", async () => {
-      if (grouped === undefined) return;
-      log("mechanisms: pipeline burst, on and off in interleaved rounds");
-      const bursts = await measureBurstOfBuilds(settings, [on, grouped], BURST_ROUNDS, log);
-      comparisons.push({
+    const bursts = await measureBurstOfBuilds(settings, [on, grouped], BURST_ROUNDS, log);
+    return [
+      {
         mechanism: "grouped writers (group commit in the delivery path)",
         measure: "burst deliveries/s",
         better: "higher",
         on: bursts.get("on") ?? [],
-        off: bursts.get("grouped-writers") ?? [],
-      });
-    });
-    return comparisons;
+        off: bursts.get(grouped.name) ?? [],
+      },
+    ];
   } finally {
     await removeBuilds(parent);
   }
