@@ -33,7 +33,8 @@ function serviceProcessOf(npmPid: number): number {
   const pending = [npmPid];
   for (let pid = pending.shift(); pid !== undefined; pid = pending.shift()) {
     const isNode = readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "node";
-    if (isNode && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("dist/src/cli/index.js")) return pid;
+    if (isNode && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("dist/src/cli/index.js"))
+      return pid;
     pending.push(...children(pid));
   }
   throw new Error("npm start runs no dist/src/cli/index.js process");
