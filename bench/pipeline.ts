@@ -402,7 +402,7 @@ export async function measureBurstOfBuilds(
 }
 
 /** The list started at `round`, so no build always goes first. */
-function rotated<T>(items: T[], round: number): T[] {
+export function rotated<T>(items: T[], round: number): T[] {
   const start = round % items.length;
   return [...items.slice(start), ...items.slice(0, start)];
 }

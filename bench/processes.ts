@@ -100,7 +100,7 @@ function rssBytes(pid: number): number {
 }
 
 /** The resident memory of a process and all its descendants, in bytes. */
-function treeRss(pid: number): number {
+export function treeRss(pid: number): number {
   const children = childrenOf();
   let total = 0;
   const stack = [pid];
@@ -127,7 +127,7 @@ export function samplePeakRss(pid: number): () => number {
 export async function svc(args: string[], env: NodeJS.ProcessEnv, root = ROOT): Promise<string> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [path.join(root, "dist/src/cli/index.js"), ...args],
+    [path.join(root, "dist/svc.mjs"), ...args],
     { cwd: root, env, maxBuffer: 64 * 1024 * 1024 },
   );
   return stdout;

@@ -1,12 +1,10 @@
 import path from "node:path";
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import type { Config } from "./config.js";
 import type { Database } from "./db/client.js";
 import { openPglite } from "./db/embedded.js";
 import { claimEmbeddedDatabase } from "./db/embedded-lock.js";
-import { openPostgres } from "./db/postgres.js";
-import { createBullmqQueue } from "./queue/bullmq-queue.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
 import type { WorkspaceJobs } from "./queue/jobs.js";
 import type { JobQueue } from "./queue/queue.js";
@@ -30,6 +28,7 @@ export async function openDatabase(
     const onQuery = logger?.isLevelEnabled("trace")
       ? (query: string) => logger.trace({ query }, "sql")
       : undefined;
+    const { openPostgres } = await import("./db/postgres.js");
     return {
       database: openPostgres(config.databaseUrl, { ...config.postgres, onQuery }),
       release: () => {},
@@ -45,6 +44,7 @@ export async function openDatabase(
 }
 
 async function connectRedis(redisUrl: string): Promise<Redis> {
+  const { Redis } = await import("ioredis");
   // Request-path commands (rate limit, readiness) fail fast while Redis is away, and have their
   // deadlines (RequestPathRedis) while it stalls.
   const redis = new Redis(redisUrl, {
@@ -61,10 +61,11 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
   const { database, release } = await openDatabase(config, logger);
   if (config.migrateOnStart) await database.migrate();
   const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl);
+  // BullMQ and ioredis are loaded only with Redis: the embedded default starts without them.
   const queue =
     config.redisUrl === undefined
       ? createInProcessQueue<WorkspaceJobs>(logger)
-      : createBullmqQueue<WorkspaceJobs>({
+      : (await import("./queue/bullmq-queue.js")).createBullmqQueue<WorkspaceJobs>({
           redisUrl: config.redisUrl,
           prefix: config.queuePrefix,
           logger,

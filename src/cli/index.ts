@@ -3,19 +3,6 @@ import { ConfigError } from "../config.js";
 import { ApiError } from "../core/errors.js";
 import { EmbeddedDatabaseBusy } from "../db/embedded-lock.js";
 import { CliError } from "./cli-error.js";
-import {
-  demoCommand,
-  embeddedTemplateCommand,
-  importCommand,
-  migrateCommand,
-} from "./commands/database.js";
-import { grantCommand, oauthClientCommand } from "./commands/oauth.js";
-import { componentCommand, specCommand } from "./commands/publish.js";
-import { serveCommand, startCommand, workerCommand } from "./commands/run.js";
-import { tokenCommand } from "./commands/tokens.js";
-import { transcriptCommand } from "./commands/transcripts.js";
-import { userCommand } from "./commands/users.js";
-import { webhookCommand } from "./commands/webhooks.js";
 
 const USAGE = `Usage: svc <command>
 
@@ -47,22 +34,24 @@ Configuration comes from the environment (see docs/configuration.md).`;
 
 type Command = (args: string[]) => Promise<void>;
 
-const commands: Record<string, Command> = {
-  start: startCommand,
-  serve: serveCommand,
-  worker: workerCommand,
-  migrate: migrateCommand,
-  "embedded-template": embeddedTemplateCommand,
-  demo: demoCommand,
-  import: importCommand,
-  user: userCommand,
-  token: tokenCommand,
-  transcript: transcriptCommand,
-  "oauth-client": oauthClientCommand,
-  grant: grantCommand,
-  spec: specCommand,
-  component: componentCommand,
-  webhook: webhookCommand,
+// Each command's module is loaded when it runs, so a command loads only what it uses: `start`
+// does not wait for the import, publishing and CLI output modules (nor keep them in its heap).
+const commands: Record<string, () => Promise<Command>> = {
+  start: async () => (await import("./commands/run.js")).startCommand,
+  serve: async () => (await import("./commands/run.js")).serveCommand,
+  worker: async () => (await import("./commands/run.js")).workerCommand,
+  migrate: async () => (await import("./commands/database.js")).migrateCommand,
+  "embedded-template": async () => (await import("./commands/database.js")).embeddedTemplateCommand,
+  demo: async () => (await import("./commands/database.js")).demoCommand,
+  import: async () => (await import("./commands/database.js")).importCommand,
+  user: async () => (await import("./commands/users.js")).userCommand,
+  token: async () => (await import("./commands/tokens.js")).tokenCommand,
+  transcript: async () => (await import("./commands/transcripts.js")).transcriptCommand,
+  "oauth-client": async () => (await import("./commands/oauth.js")).oauthClientCommand,
+  grant: async () => (await import("./commands/oauth.js")).grantCommand,
+  spec: async () => (await import("./commands/publish.js")).specCommand,
+  component: async () => (await import("./commands/publish.js")).componentCommand,
+  webhook: async () => (await import("./commands/webhooks.js")).webhookCommand,
 };
 
 function refusalOf(error: unknown): { message: string; exitCode: number } | null {
@@ -83,12 +72,13 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
-  if (command === undefined) {
+  const loadCommand = Object.hasOwn(commands, name) ? commands[name] : undefined;
+  if (loadCommand === undefined) {
     process.stderr.write(`Unknown command: ${name}\n\n${USAGE}\n`);
     process.exitCode = 2;
     return;
   }
+  const command = await loadCommand();
   await command(args);
 }
 

@@ -19,7 +19,7 @@ export type PooledConversion = ConversionResult | { kind: "timed_out" } | { kind
 const WORKER_HEAP_MB = 256;
 
 // The worker sits beside this module with the same extension: markdown-worker.ts from source,
-// .js once compiled.
+// .js once compiled, and dist/markdown-worker.mjs beside the bundle (scripts/bundle.ts).
 const here = fileURLToPath(import.meta.url);
 const extension = path.extname(here);
 const workerFile = path.join(path.dirname(here), `markdown-worker${extension}`);

@@ -39,7 +39,7 @@ process.once("exit", () => {
 export async function startService(
   command: ServiceProcess["command"],
   env: Record<string, string>,
-  /** How node runs the CLI: the sources through tsx, or the build (`dist/src/cli/index.js`). */
+  /** How node runs the CLI: the sources through tsx, or the built bundle (`dist/svc.mjs`). */
   cli: string[] = ["--import", "tsx", CLI_ENTRY],
 ): Promise<ServiceProcess> {
   const port = await freePort();

@@ -1,9 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import type { Config } from "../../config.js";
-import { seedDemo } from "../../demo/seed.js";
 import { openRuntime, type Runtime } from "../../runtime.js";
-import { startApi } from "../../server.js";
-import { startWorker } from "../../worker.js";
 import { cliConfig, cliLogger } from "../context.js";
 import { printLine } from "../output.js";
 
@@ -27,7 +24,9 @@ async function greet(runtime: Runtime): Promise<void> {
   const api = `${config.publicUrl}/api/v1`;
   printLine(`Workspace service listening on ${config.publicUrl}`);
   printLine(`API base: ${api}  (reference: ${api}/docs)`);
-  const demo = config.embedded ? await seedDemo(runtime.database.db) : { seeded: false as const };
+  const demo = config.embedded
+    ? await (await import("../../demo/seed.js")).seedDemo(runtime.database.db)
+    : { seeded: false as const };
   if (!demo.seeded) {
     printMintHint(config);
     return;
@@ -78,7 +77,13 @@ function exitGracefullyOnSignals(runtime: Runtime, running: Running): void {
 async function run(parts: Parts): Promise<void> {
   const config = cliConfig();
   const logger = cliLogger(config);
-  const runtime = await openRuntime(config, logger);
+  // The API's and the worker's modules load while the database opens: PGlite reads and compiles
+  // its WebAssembly off the main thread, which would otherwise wait for it.
+  const [runtime, { startApi }, { startWorker }] = await Promise.all([
+    openRuntime(config, logger),
+    import("../../server.js"),
+    import("../../worker.js"),
+  ]);
   const running: Running = {};
   exitGracefullyOnSignals(runtime, running);
   if (parts.worker) running.stopWorker = await startWorker(runtime);

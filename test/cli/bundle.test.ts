@@ -16,14 +16,14 @@ import { roverWithWebhook } from "../support/pipeline.js";
 import { freePort } from "../support/ports.js";
 import { Receiver } from "../support/receiver.js";
 
-// `npm start` and `svc` run the build's compiled CLI (dist/src/cli/index.js), while the rest of
-// the suite runs the sources. These run the build on the production paths (node-postgres,
-// BullMQ and ioredis, undici's delivery, the markdown pool's threads), embedded mode (PGlite)
-// and the start script's own Node flag.
+// `npm start` and `svc` run dist/svc.mjs, the build's bundle of the CLI and the packages it loads
+// (scripts/bundle.ts), while the rest of the suite runs the sources. These run the bundle on
+// every path where bundling could break a package: node-postgres, BullMQ and ioredis, undici's
+// delivery, PGlite left outside the bundle, and the start script's own Node flag.
 
-const BUILT_CLI = path.join(ROOT, "dist/src/cli/index.js");
+const BUNDLE = path.join(ROOT, "dist/svc.mjs");
 
-/** The node process running the built CLI under `npm start` (npm, and the shell it may use). */
+/** The node process running the bundle under `npm start` (npm, and the shell it may use). */
 function serviceProcessOf(npmPid: number): number {
   const children = (pid: number) =>
     readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8")
@@ -33,18 +33,17 @@ function serviceProcessOf(npmPid: number): number {
   const pending = [npmPid];
   for (let pid = pending.shift(); pid !== undefined; pid = pending.shift()) {
     const isNode = readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "node";
-    if (isNode && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("dist/src/cli/index.js"))
-      return pid;
+    if (isNode && readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("svc.mjs")) return pid;
     pending.push(...children(pid));
   }
-  throw new Error("npm start runs no dist/src/cli/index.js process");
+  throw new Error("npm start runs no dist/svc.mjs process");
 }
 
 beforeAll(() => {
-  if (!existsSync(BUILT_CLI)) throw new Error(`${BUILT_CLI} is missing: run npm run build first`);
+  if (!existsSync(BUNDLE)) throw new Error(`${BUNDLE} is missing: run npm run build first`);
 });
 
-describe("the build in production mode (PostgreSQL, Redis)", () => {
+describe("the bundle in production mode (PostgreSQL, Redis)", () => {
   let database: TestDatabase;
   let receiver: Receiver;
   let service: ServiceProcess;
@@ -62,21 +61,21 @@ describe("the build in production mode (PostgreSQL, Redis)", () => {
 
   it("serves the API and delivers a signed webhook for a write", async () => {
     const db = database.database.db;
-    const { ws, webhook } = await roverWithWebhook(db, TEST_SECRET_KEY, receiver, "built", "/in");
+    const { ws, webhook } = await roverWithWebhook(db, TEST_SECRET_KEY, receiver, "bundle", "/in");
     token = await mintToken(db, ws);
     service = await startService(
       "start",
       {
         DATABASE_URL: database.url,
         REDIS_URL: process.env.TEST_REDIS_URL ?? "redis://127.0.0.1:6379",
-        QUEUE_PREFIX: `built-${randomBytes(6).toString("hex")}`,
+        QUEUE_PREFIX: `bundle-${randomBytes(6).toString("hex")}`,
       },
-      [BUILT_CLI],
+      [BUNDLE],
     );
 
     const created = await call(`${service.url}/api/v1/projects/rover/tasks`, {
       token,
-      body: { title: "From the build" },
+      body: { title: "From the bundle" },
     });
     expect(created.status).toBe(200);
     const delivery = await eventually(() => receiver.on("/in")[0]);
@@ -93,10 +92,10 @@ describe("the build in production mode (PostgreSQL, Redis)", () => {
     expect(verified).toEqual({ ok: true });
   });
 
-  it("converts markdown in the pool's worker threads, found beside the pool", async () => {
+  it("converts markdown in the pool's worker threads, found beside the bundle", async () => {
     const created = await call(`${service.url}/api/v1/projects/rover/pages`, {
       token,
-      body: { title: "From the build", markdown: "# Bundled\n\n- converted off the loop" },
+      body: { title: "From the bundle", markdown: "# Bundled\n\n- converted off the loop" },
     });
     expect(created.status).toBe(200);
     const page = await call(`${service.url}/api/v1/pages/${created.json().data.id}`, { token });
@@ -108,7 +107,7 @@ describe("npm start in embedded mode", () => {
   let dataDir: string;
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(path.join(tmpdir(), "svc-built-"));
+    dataDir = await mkdtemp(path.join(tmpdir(), "svc-bundle-"));
   });
   afterAll(() => rm(dataDir, { recursive: true, force: true }));
 
@@ -136,7 +135,7 @@ describe("npm start in embedded mode", () => {
         () => /Demo token:\s+(svc_live_\S+)\s/.exec(output)?.[1],
         60_000,
       );
-      expect(output).toContain("node --heap-growing-percent=40 dist/src/cli/index.js start");
+      expect(output).toContain("node --heap-growing-percent=40 dist/svc.mjs start");
       const projects = await call(`http://127.0.0.1:${port}/api/v1/projects`, { token });
       expect(projects.status).toBe(200);
       expect(projects.json().data.length).toBeGreaterThan(0);
