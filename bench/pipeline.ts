@@ -19,6 +19,7 @@ import pg from "pg";
 import {
   createDatabase,
   freePort,
+  ROOT,
   type Started,
   startProcess,
   stopProcess,
@@ -298,12 +299,15 @@ function baseEnv(port: number): NodeJS.ProcessEnv {
   };
 }
 
-async function withPostgresService<T>(
+type PostgresService = { api: Api; databaseUrl: string; prefix: string; stop(): Promise<void> };
+
+/** The service of `root` on a database of its own, its webhooks on the receiver, ready. */
+async function startPostgresService(
   settings: { databaseUrl: string; redisUrl: string },
   receiverPort: number,
-  measure: (api: Api, database: string, prefix: string) => Promise<T>,
   silentWebhooks = 0,
-): Promise<T> {
+  root = ROOT,
+): Promise<PostgresService> {
   const database = await createDatabase(settings.databaseUrl);
   const port = await freePort();
   const prefix = `bench-${randomBytes(4).toString("hex")}`;
@@ -315,25 +319,92 @@ async function withPostgresService<T>(
     QUEUE_PREFIX: prefix,
   };
   let service: Started | undefined;
+  const stop = async () => {
+    if (service !== undefined) await stopProcess(service);
+    await database.drop();
+  };
   try {
-    await svc(["migrate"], env);
-    const seeded = JSON.parse(await svc(["demo", "--json"], env)) as {
+    await svc(["migrate"], env, root);
+    const seeded = JSON.parse(await svc(["demo", "--json"], env, root)) as {
       token: string;
       organizationSlug: string;
     };
     await createWebhooks(env, seeded.organizationSlug, receiverPort, silentWebhooks);
-    service = startProcess("npm", ["start"], {
-      ...env,
-      // For profiling the service under this load, e.g. SERVICE_NODE_OPTIONS="--require prof.cjs".
-      NODE_OPTIONS: process.env.SERVICE_NODE_OPTIONS,
-    });
+    service = startProcess(
+      "npm",
+      ["start"],
+      {
+        ...env,
+        // For profiling the service under this load, e.g. SERVICE_NODE_OPTIONS="--require prof.cjs".
+        NODE_OPTIONS: process.env.SERVICE_NODE_OPTIONS,
+      },
+      root,
+    );
     const url = `http://127.0.0.1:${port}`;
     await waitForOk(`${url}/readyz`, service);
-    return await measure({ url, token: seeded.token, project: "picker-arm" }, database.url, prefix);
-  } finally {
-    if (service !== undefined) await stopProcess(service);
-    await database.drop();
+    const api = { url, token: seeded.token, project: "picker-arm" };
+    return { api, databaseUrl: database.url, prefix, stop };
+  } catch (error) {
+    await stop();
+    throw error;
   }
+}
+
+async function withPostgresService<T>(
+  settings: { databaseUrl: string; redisUrl: string },
+  receiverPort: number,
+  measure: (api: Api, database: string, prefix: string) => Promise<T>,
+  silentWebhooks = 0,
+): Promise<T> {
+  const service = await startPostgresService(settings, receiverPort, silentWebhooks);
+  try {
+    return await measure(service.api, service.databaseUrl, service.prefix);
+  } finally {
+    await service.stop();
+  }
+}
+
+/**
+ * Deliveries/s of the burst for each build (name → checkout), in interleaved rounds on one
+ * receiver: each build runs its burst while the others are idle. Answers each build's rounds.
+ */
+export async function measureBurstOfBuilds(
+  settings: { databaseUrl: string; redisUrl: string },
+  builds: { name: string; root: string }[],
+  rounds: number,
+  log: (line: string) => void,
+): Promise<Map<string, number[]>> {
+  const receiver = new Receiver();
+  const receiverPort = await receiver.listen();
+  const services: { name: string; service: PostgresService }[] = [];
+  try {
+    for (const build of builds) {
+      const service = await startPostgresService(settings, receiverPort, 0, build.root);
+      services.push({ name: build.name, service });
+      await steadyLatency(service.api, receiver, STEADY_RATE, 1);
+    }
+    const measured = new Map<string, number[]>(builds.map((build) => [build.name, []]));
+    for (let round = 0; round < rounds; round++) {
+      for (const { name, service } of rotated(services, round)) {
+        const result = await burst(service.api, receiver);
+        if (result.lost > 0 || result.sentTwice > 0) {
+          throw new Error(`${name}: ${result.lost} lost, ${result.sentTwice} sent twice`);
+        }
+        measured.get(name)?.push(result.deliveriesPerSecond);
+        log(`mechanisms: burst, ${name}: ${Math.round(result.deliveriesPerSecond)} deliveries/s`);
+      }
+    }
+    return measured;
+  } finally {
+    for (const { service } of services) await service.stop();
+    await receiver.close();
+  }
+}
+
+/** The list started at `round`, so no build always goes first. */
+export function rotated<T>(items: T[], round: number): T[] {
+  const start = round % items.length;
+  return [...items.slice(start), ...items.slice(0, start)];
 }
 
 async function embeddedLatency(receiver: Receiver, receiverPort: number): Promise<Latency> {

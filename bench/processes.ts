@@ -26,11 +26,16 @@ export type Started = { child: ChildProcess; output: () => string; outputDir: st
  * file, as a terminal or a log collector would take it, so that reading it costs the bench
  * nothing while it measures (and never holds the service back).
  */
-export function startProcess(command: string, args: string[], env: NodeJS.ProcessEnv): Started {
+export function startProcess(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  cwd = ROOT,
+): Started {
   const outputDir = mkdtempSync(path.join(tmpdir(), "bench-output-"));
   const log = path.join(outputDir, "output.log");
   const fd = openSync(log, "w");
-  const child = spawn(command, args, { cwd: ROOT, env, detached: true, stdio: ["ignore", fd, fd] });
+  const child = spawn(command, args, { cwd, env, detached: true, stdio: ["ignore", fd, fd] });
   closeSync(fd);
   return { child, outputDir, output: () => readFileSync(log, "utf8") };
 }
@@ -95,7 +100,7 @@ function rssBytes(pid: number): number {
 }
 
 /** The resident memory of a process and all its descendants, in bytes. */
-function treeRss(pid: number): number {
+export function treeRss(pid: number): number {
   const children = childrenOf();
   let total = 0;
   const stack = [pid];
@@ -118,12 +123,12 @@ export function samplePeakRss(pid: number): () => number {
   };
 }
 
-/** Runs the built `svc` CLI, as `npm run svc` does, and returns its stdout. */
-export async function svc(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+/** Runs the built `svc` CLI of `root`, as `npm run svc` does, and returns its stdout. */
+export async function svc(args: string[], env: NodeJS.ProcessEnv, root = ROOT): Promise<string> {
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [path.join(ROOT, "dist/svc.mjs"), ...args],
-    { cwd: ROOT, env, maxBuffer: 64 * 1024 * 1024 },
+    [path.join(root, "dist/svc.mjs"), ...args],
+    { cwd: root, env, maxBuffer: 64 * 1024 * 1024 },
   );
   return stdout;
 }

@@ -5,13 +5,14 @@
  * markdown table (bench/RESULTS.md keeps the committed ones) and exits 1 when a target is missed.
  * Needs the PostgreSQL and Redis the tests use (TEST_DATABASE_URL, TEST_REDIS_URL).
  *
- * `npm run bench -- pipeline` (or api, scaling, embedded, in any combination) runs only those
- * parts.
+ * `npm run bench -- pipeline` (or api, scaling, embedded, mechanisms, in any combination) runs
+ * only those parts. `mechanisms` measures each speed mechanism on and off (bench/mechanisms.ts).
  */
 import { execFileSync } from "node:child_process";
 import os from "node:os";
 import { measureApi } from "./api.js";
 import { measureEmbedded } from "./embedded.js";
+import { comparisonTable, measureMechanisms } from "./mechanisms.js";
 import { measurePipeline, type PipelineResults } from "./pipeline.js";
 import { ROOT } from "./processes.js";
 import { measureScaling } from "./scaling.js";
@@ -31,7 +32,7 @@ const check = (name: string, value: string, target: string, ok: boolean) =>
   checks.push({ name, value, target, ok });
 const fixed = (value: number, digits = 0) => value.toFixed(digits);
 
-const PARTS = ["api", "scaling", "embedded", "pipeline"] as const;
+const PARTS = ["api", "scaling", "embedded", "pipeline", "mechanisms"] as const;
 const asked = process.argv.slice(2);
 const unknown = asked.filter((part) => !(PARTS as readonly string[]).includes(part));
 if (unknown.length > 0)
@@ -177,6 +178,7 @@ const apiRows = runs("api") ? await apiPart() : [];
 if (runs("scaling")) await scalingPart();
 if (runs("embedded")) await embeddedPart();
 const pipeline = runs("pipeline") ? await pipelinePart() : undefined;
+const mechanisms = runs("mechanisms") ? await measureMechanisms(settings, log) : [];
 
 const cpu = os.cpus()[0]?.model ?? "unknown CPU";
 console.log(
@@ -191,6 +193,11 @@ if (apiRows.length > 0) {
 }
 if (pipeline !== undefined) {
   console.log(`\nPipeline with WORKER_CONCURRENCY=${pipeline.workerConcurrency}.`);
+}
+if (mechanisms.length > 0) {
+  const load = os.loadavg().map((value) => value.toFixed(1));
+  console.log(`\nEach mechanism on and off (load average at the end: ${load.join(", ")}).\n`);
+  for (const row of comparisonTable(mechanisms)) console.log(row);
 }
 console.log("\n| check | measured | target | |\n| --- | --- | --- | --- |");
 for (const c of checks)

@@ -1,13 +1,7 @@
 /**
- * `npm run build` step: bundles the compiled CLI (dist/src/cli/index.js) and the packages it
- * loads into one file, dist/svc.mjs, which `npm start` and `svc` run. Node then reads one file
- * instead of resolving and reading about 1,200 modules at every start, a quarter of the embedded
- * default's restart (bench/RESULTS.md).
- *
- * Left out, and loaded from node_modules as before: packages with native addons (argon2, the
- * msgpack extractor BullMQ tries), PGlite (its WebAssembly and data files sit beside it), the
- * API reference's browser bundle, pino-pretty (development only) and piscina. The markdown
- * pool's worker is bundled apart, into dist/markdown-worker.mjs.
+ * `npm run build` step: bundles the compiled CLI and the packages it loads into dist/svc.mjs,
+ * which `npm start` and `svc` run: a start reads one file instead of resolving every module.
+ * Packages with native addons, WebAssembly or files of their own stay in node_modules.
  */
 import path from "node:path";
 import { fileURLToPath } from "node:url";

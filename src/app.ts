@@ -6,7 +6,7 @@ import Fastify, {
   type FastifyReply,
   type FastifyRequest,
 } from "fastify";
-import { validatorCompiler } from "fastify-type-provider-zod";
+import { serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
 import type { Redis } from "ioredis";
 import type { Logger } from "pino";
 import { adminRoutes } from "./admin/routes.js";
@@ -23,7 +23,6 @@ import { registerRateLimit } from "./http/rate-limit.js";
 import { requestIdOf } from "./http/request-id.js";
 import { loggableUrl, RequestLog } from "./http/request-log.js";
 import { RequestPathRedis } from "./http/request-path-redis.js";
-import { responseSerializerCompiler } from "./http/serializer.js";
 import { deferNotFoundForImpossibleIds } from "./http/unknown-ids.js";
 import { changeEventsAsMarkdown } from "./modules/change-events/catalogue.js";
 import { moduleRoutes } from "./modules/routes.js";
@@ -174,23 +173,19 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.addHook("onClose", () => markdown.close());
   app.decorate("markdown", markdown);
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(responseSerializerCompiler);
+  app.setSerializerCompiler(serializerCompiler);
   // A request that arrives on an open connection while the process stops gets the usual 503 of
   // its face (the envelope, the OAuth format, a page), not Fastify's own body.
   let closing = false;
-  app.addHook("preClose", (done) => {
+  app.addHook("preClose", async () => {
     closing = true;
-    done();
   });
-  // Callback style: every request passes here, and a callback costs no promise.
-  app.addHook("onRequest", (request, reply, done) => {
+  app.addHook("onRequest", async (request, reply) => {
     reply.header("X-Request-Id", request.id);
     if (closing) {
       reply.header("Connection", "close");
-      done(new ServiceUnavailable("The service is restarting", true));
-      return;
+      throw new ServiceUnavailable("The service is restarting", true);
     }
-    done();
   });
 
   await app.register(swagger, openApiOptions(deps.config, changeEventsAsMarkdown()));

@@ -45,8 +45,7 @@ export async function openDatabase(
 async function connectRedis(redisUrl: string): Promise<Redis> {
   const { Redis } = await import("ioredis");
   // Request-path commands (rate limit, readiness) fail fast while Redis is away, and have their
-  // deadlines (RequestPathRedis) while it stalls. The rate limiter gathers the requests of a
-  // turn of the event loop into one command itself.
+  // deadlines (RequestPathRedis) while it stalls.
   const redis = new Redis(redisUrl, {
     lazyConnect: true,
     enableOfflineQueue: false,

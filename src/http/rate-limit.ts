@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import rateLimit, { type FastifyRateLimitStore } from "@fastify/rate-limit";
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from "fastify";
 import type { Result } from "ioredis";
@@ -26,15 +25,31 @@ function rateLimitKey(lookup: BearerLookup, overBudget: OverBudgetAddresses) {
   };
 }
 
-type StoreConstructor = new (
-  continueExceeding: boolean,
-  exponentialBackoff: boolean,
-  ...backing: unknown[]
-) => FastifyRateLimitStore;
+// As many budgets as the plugin's own in-memory store keeps; the least recently used goes first.
+const LOCAL_BUDGETS = 5000;
 
-// The plugin's own store, which it does not export by name: one budget in this process's memory.
-const require = createRequire(import.meta.url);
-const LocalStore: StoreConstructor = require("@fastify/rate-limit/store/LocalStore");
+type Counted = Parameters<FastifyRateLimitStore["incr"]>[1];
+
+/** Budgets counted in this process's memory, in the fixed window the shared ones use. */
+class LocalBudgets {
+  private readonly windows = new Map<string, { current: number; startedAt: number }>();
+
+  incr(key: string, counted: Counted, timeWindow: number): void {
+    const now = Date.now();
+    const running = this.windows.get(key);
+    const window =
+      running === undefined || running.startedAt + timeWindow <= now
+        ? { current: 1, startedAt: now }
+        : { current: running.current + 1, startedAt: running.startedAt };
+    this.windows.delete(key);
+    this.windows.set(key, window);
+    if (this.windows.size > LOCAL_BUDGETS) {
+      const [oldest] = this.windows.keys();
+      if (oldest !== undefined) this.windows.delete(oldest);
+    }
+    counted(null, { current: window.current, ttl: window.startedAt + timeWindow - now });
+  }
+}
 
 /**
  * The budgets' keys: per deployment, so two sharing a Redis keep their own budgets. With the
@@ -46,39 +61,25 @@ const budgetNamespace = (queuePrefix: string) => `${queuePrefix}-rate-limit:`;
 const FALLBACK_WARNING_INTERVAL_MS = 60_000;
 
 /**
- * Counts several budgets at once: for each key, `by` requests in a fixed window of `windowMs`
- * that starts with the first of them, as the plugin's own Redis store keeps it. Answers, per
- * key, the count after these requests and the window's time left.
+ * Counts one budget: a fixed window of `windowMs` that starts with its first request, as the
+ * plugin's own Redis store keeps it. Answers the count and the window's time left.
  */
-const INCREMENT_BUDGETS = `
-local answers = {}
-for i, key in ipairs(KEYS) do
-  local by = tonumber(ARGV[2 * i - 1])
-  local windowMs = tonumber(ARGV[2 * i])
-  local current = redis.call('INCRBY', key, by)
-  local ttl = windowMs
-  if current == by then
-    redis.call('PEXPIRE', key, windowMs)
-  else
-    ttl = redis.call('PTTL', key)
-  end
-  answers[2 * i - 1] = current
-  answers[2 * i] = ttl
+const INCREMENT_BUDGET = `
+local current = redis.call('INCR', KEYS[1])
+local ttl = tonumber(ARGV[1])
+if current == 1 then
+  redis.call('PEXPIRE', KEYS[1], ttl)
+else
+  ttl = redis.call('PTTL', KEYS[1])
 end
-return answers
+return { current, ttl }
 `;
 
 declare module "ioredis" {
   interface RedisCommander<Context> {
-    incrementBudgets(
-      keyCount: number,
-      ...keysThenCountsAndWindows: (string | number)[]
-    ): Result<number[], Context>;
+    incrementBudget(keyCount: 1, key: string, windowMs: number): Result<[number, number], Context>;
   }
 }
-
-type Counted = Parameters<FastifyRateLimitStore["incr"]>[1];
-type Waiting = { counted: Counted[]; timeWindow: number; max: number };
 
 type SharedBudgetOptions = {
   namespace: string;
@@ -87,74 +88,50 @@ type SharedBudgetOptions = {
 };
 
 /**
- * The instances' shared budget in Redis. The requests that reach the limiter in one turn of the
- * event loop are counted by one command, each given its own place in its key's count exactly
- * as one command each would: a busy process costs Redis one command per turn rather than one
- * per request. While Redis cannot answer within the deadline (down or stalled), each process
- * counts the same budget in its own memory, so an outage neither holds nor takes the API down,
- * nor lifts the limit.
+ * The instances' shared budget in Redis. While Redis cannot answer within the deadline (down or
+ * stalled), each process counts the same budget in its own memory, so an outage neither holds
+ * nor takes the API down, nor lifts the limit.
  */
 class SharedBudgetWithLocalFallback implements FastifyRateLimitStore {
-  private waiting = new Map<string, Waiting>();
   private countingLocally = false;
   private lastWarningAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly redis: RequestPathRedis,
-    private readonly local: FastifyRateLimitStore,
+    private readonly local: LocalBudgets,
     private readonly options: SharedBudgetOptions,
   ) {}
 
   static over(redis: RequestPathRedis, options: SharedBudgetOptions) {
-    redis.defineCommand("incrementBudgets", { lua: INCREMENT_BUDGETS });
-    // A fixed window: neither continueExceeding nor exponentialBackoff is configured.
+    redis.defineCommand("incrementBudget", { lua: INCREMENT_BUDGET });
     return class extends SharedBudgetWithLocalFallback {
       constructor() {
-        super(redis, new LocalStore(false, false), options);
+        super(redis, new LocalBudgets(), options);
       }
     };
   }
 
-  incr(...[key, counted, timeWindow, max]: Parameters<FastifyRateLimitStore["incr"]>): void {
-    const waiting = this.waiting.get(key);
-    if (waiting !== undefined) {
-      waiting.counted.push(counted);
-      return;
-    }
-    if (this.waiting.size === 0) setImmediate(() => void this.countWaiting());
-    this.waiting.set(key, { counted: [counted], timeWindow, max });
+  incr(...[key, counted, timeWindow]: Parameters<FastifyRateLimitStore["incr"]>): void {
+    void this.count(key, counted, timeWindow);
   }
 
-  private async countWaiting(): Promise<void> {
-    const turn = [...this.waiting];
-    this.waiting = new Map();
-    const keys = turn.map(([key]) => `${this.options.namespace}${key}`);
-    const countsAndWindows = turn.flatMap(([, { counted, timeWindow }]) => [
-      counted.length,
-      timeWindow,
-    ]);
-    let answers: number[];
+  private async count(key: string, counted: Counted, timeWindow: number): Promise<void> {
+    let answer: [number, number];
     try {
-      answers = await this.redis.run(this.options.deadlineMs, (redis) =>
-        redis.incrementBudgets(keys.length, ...keys, ...countsAndWindows),
+      answer = await this.redis.run(this.options.deadlineMs, (redis) =>
+        redis.incrementBudget(1, `${this.options.namespace}${key}`, timeWindow),
       );
     } catch (error) {
       this.fallBack(error);
-      for (const [key, { counted, timeWindow, max }] of turn) {
-        for (const callback of counted) this.local.incr(key, callback, timeWindow, max);
-      }
+      this.local.incr(key, counted, timeWindow);
       return;
     }
     if (this.countingLocally) {
       this.countingLocally = false;
       this.options.logger.info("rate limit: Redis answers again; budgets are shared again");
     }
-    turn.forEach(([, { counted }], index) => {
-      const current = answers[2 * index] ?? 0;
-      const ttl = answers[2 * index + 1] ?? 0;
-      let place = current - counted.length;
-      for (const callback of counted) callback(null, { current: ++place, ttl });
-    });
+    const [current, ttl] = answer;
+    counted(null, { current, ttl });
   }
 
   private fallBack(error: unknown): void {

@@ -22,13 +22,10 @@ export function deferNotFoundForImpossibleIds(app: FastifyInstance): void {
       return result.error ? { value: { [NAMES_NOTHING]: true } } : result;
     };
   });
-  // Callback style: every request passes here, and a callback costs no promise.
-  app.addHook("preHandler", (request, _reply, done) => {
+  app.addHook("preHandler", async (request) => {
     const params = request.params;
-    done(
-      typeof params === "object" && params !== null && NAMES_NOTHING in params
-        ? new NotFound()
-        : undefined,
-    );
+    if (typeof params === "object" && params !== null && NAMES_NOTHING in params) {
+      throw new NotFound();
+    }
   });
 }

@@ -33,45 +33,27 @@ function lex(markdown: string): Token[] {
   return new BoundedLexer({ ...getDefaults(), tokenizer: new BoundedTokenizer() }).lex(markdown);
 }
 
-// marked's inline lexer scans ahead from each character that may open
-// something, as far as the end of the paragraph when nothing closes it: from a
-// run of `*`, `_` or `~` for its closer, a `[` for the link target, a bare URL
-// for where it ends, and at `!`, `<`, `\` and backticks it looks ahead for an
-// e-mail address. A paragraph of openers that never close (`*a_`, `[a](b)`,
-// `www.a(` or `!` repeated) takes time quadratic in its length: a minute for
-// 100 KB, hours for a 1 MB body, all of it blocking the event loop. Those scans
-// cost at most (openers × length) of each inline text; a document may spend
-// this much, and an inline text that would go past it is kept as written.
+// Caps marked's inline scan-ahead, quadratic on a paragraph of unclosed openers: an inline
+// text that would take the document past this (openers × length) is kept as written.
+// Why and how: docs/architecture-notes.draft.md, "Bounded markdown lexing".
 const INLINE_SCAN_BUDGET = 20_000_000;
 
-// marked tries a setext heading (text, then a line of `=` or `-`) at every
-// block, and its pattern looks for the underline as far as the paragraph goes:
-// to the end of a document without blank lines. Lists and quotes lex their
-// items again, so a document of lazy list lines (`*\n\t~` repeated) cost that
-// scan at every line: half a minute for 180 KB. A heading's text is a few
-// lines; an underline further down than this is not looked for, and the lines
-// stay a paragraph.
+// A setext heading's underline is looked for this many lines down, not to the paragraph's end
+// (which made lazy list lines quadratic).
 const SETEXT_HEADING_MAX_LINES = 64;
 const SETEXT_UNDERLINE = /\n {0,3}(?:=+|-+)[ \t]*(?:\n|$)/;
 
 class BoundedTokenizer extends Tokenizer {
-  // marked joins a line that continues a paragraph or a list item's text onto
-  // the token before it with `raw += (raw.endsWith("\n") ? "" : "\n") + line`,
-  // and `endsWith` flattens the concatenation: every line copies all the lines
-  // before it, so n lines cost n²/2 (180 KB of `*\n\t~` took 28 s). While it
-  // lexes, marked reads only that raw's last character, and the conversion
-  // reads the tokens and text of paragraphs and texts, never their raw: so the
-  // raw is cut to its last character before each block, and a join copies one
-  // line.
+  // Relies on marked's internals (`lexer.state`, the Tokenizer's rules), hence its exact pin:
+  // marked joins continued lines by copying the previous token's raw, so it is cut to the last
+  // character marked reads. docs/architecture-notes.draft.md, "Pinned packages".
   override space(src: string): Tokens.Space | undefined {
     const last = this.lexer.state.lastToken;
     if (last?.type === "paragraph" || last?.type === "text") last.raw = last.raw.slice(-1);
     return super.space(src);
   }
 
-  // The table rule scans its body rows to the end of the paragraph before marked
-  // checks that the delimiter row (the second line) has a `:` or `|`: without
-  // one it is no table, known from the second line alone.
+  // Without a `:` or `|` in the delimiter row it is no table: known before marked scans the body.
   override table(src: string): Tokens.Table | undefined {
     const start = src.indexOf("\n") + 1;
     if (start === 0) return undefined;
