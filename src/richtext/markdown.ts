@@ -35,7 +35,7 @@ function lex(markdown: string): Token[] {
 
 // Caps marked's inline scan-ahead, quadratic on a paragraph of unclosed openers: an inline
 // text that would take the document past this (openers × length) is kept as written.
-// Why and how: docs/architecture-notes.draft.md, "Bounded markdown lexing".
+// Why and how: docs/architecture.md, "Bounded markdown lexing".
 const INLINE_SCAN_BUDGET = 20_000_000;
 
 // A setext heading's underline is looked for this many lines down, not to the paragraph's end
@@ -46,7 +46,7 @@ const SETEXT_UNDERLINE = /\n {0,3}(?:=+|-+)[ \t]*(?:\n|$)/;
 class BoundedTokenizer extends Tokenizer {
   // Relies on marked's internals (`lexer.state`, the Tokenizer's rules), hence its exact pin:
   // marked joins continued lines by copying the previous token's raw, so it is cut to the last
-  // character marked reads. docs/architecture-notes.draft.md, "Pinned packages".
+  // character marked reads. docs/architecture.md, "Pinned packages".
   override space(src: string): Tokens.Space | undefined {
     const last = this.lexer.state.lastToken;
     if (last?.type === "paragraph" || last?.type === "text") last.raw = last.raw.slice(-1);
