@@ -2,7 +2,7 @@
  * The webhook pipeline as a receiver feels it: the service started with `npm start` on real
  * PostgreSQL and Redis, 10 webhooks on a local receiver, tasks created through the API. It
  * reports commit → arrival (the write's response to the receiver's arrival) at a steady rate,
- * the same for the 9 healthy webhooks when the 10th never answers (issue 23), deliveries/s in a
+ * the same for the 9 healthy webhooks when the 10th never answers, deliveries/s in a
  * burst, the daily pass re-sending 10,000 failed deliveries, the same latency in the embedded
  * mode, and in every phase the deliveries lost and those sent twice.
  *

@@ -106,7 +106,7 @@ async function embeddedPart() {
   );
 }
 
-/** Commit → arrival and throughput of the webhook pipeline (issue 12's targets). */
+/** Commit → arrival and throughput of the webhook pipeline (its targets). */
 async function pipelinePart(): Promise<PipelineResults> {
   log("pipeline: webhooks on a local receiver");
   const pipeline = await measurePipeline(settings, log);

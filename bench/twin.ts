@@ -2,7 +2,7 @@
  * The bare twin: a plain Fastify server on a pg pool of the service's size, answering the
  * bench's URLs with the same JSON bytes, each from one SQL query (the write: one transaction
  * with the same two INSERTs), with no auth, no rate limit and no validation. It is the stack's
- * own limit on this machine, measured in the same run as the service (issue 11).
+ * own limit on this machine, measured in the same run as the service.
  *
  * Environment: DATABASE_URL, PORT, ORGANIZATION (slug), AUTHOR (email), TOKEN (for /me).
  */

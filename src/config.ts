@@ -129,7 +129,7 @@ function checkCronPattern(value: string, context: z.RefinementCtx): void {
 
 /**
  * An empty variable counts as unset, except where empty is itself a setting: an empty
- * WEBHOOK_QUICK_RETRIES turns the quick retries off (issue 5).
+ * WEBHOOK_QUICK_RETRIES turns the quick retries off.
  */
 const EMPTY_IS_A_VALUE = new Set(["WEBHOOK_QUICK_RETRIES"]);
 
@@ -186,7 +186,7 @@ function localSecretKey(dataDir: string): string {
 
 /**
  * Scheme and host lower-cased, default port dropped, no trailing slash: every check that reads
- * `https:` (Secure cookies, HSTS) and the OAuth issuer see one spelling (issue 23).
+ * `https:` (Secure cookies, HSTS) and the OAuth issuer see one spelling.
  */
 function normalisePublicUrl(value: string): string {
   const url = new URL(value);

@@ -15,7 +15,7 @@ export type MarkdownPoolOptions = {
 export type PooledConversion = ConversionResult | { kind: "timed_out" } | { kind: "out_of_memory" };
 
 // A thread's heap: ample for a body within RICH_TEXT_MAX_BYTES, and a bound on what a hostile
-// one costs before it is stopped (issue 23 measured 40 MB of rich text from a 960 KB input).
+// one costs before it is stopped.
 const WORKER_HEAP_MB = 256;
 
 // The worker sits beside this module with the same extension: markdown-worker.ts from source,

@@ -20,7 +20,7 @@ import {
 } from "./service-process.js";
 
 // A Redis that accepts and never answers (SIGSTOP: a failover, a partition, a long script),
-// watched from two `svc serve` processes sharing it (issue 23, §2).
+// watched from two `svc serve` processes sharing it.
 
 const RATE_LIMIT_MAX = 12;
 const QUEUE_PREFIX = `stalled-${randomBytes(6).toString("hex")}`;
