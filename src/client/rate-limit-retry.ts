@@ -34,14 +34,9 @@ function waitSecondsFor(response: Response): number {
 }
 
 /**
- * Sends a request answered 429 again after its Retry-After, up to `maxRetries` times; the last
- * answer, whatever it is, goes back to the caller.
- *
- * Only 429: the token's budget is certain to come back after Retry-After, and a rate-limited
- * request never reached the route, so sending it again cannot write twice. A 503 is not retried:
- * it says the database is away for an unknown while, and for a write it can follow a commit whose
- * answer was lost, which the server does not remember under the Idempotency-Key (it frees the key
- * on every 5xx). The caller decides, with `ApiError.retryAfterSeconds` to go by.
+ * Sends a request answered 429 again after its Retry-After, up to `maxRetries` times. Only 429: a
+ * rate-limited request never reached the route, so it cannot write twice; a 503 may follow a lost
+ * commit's answer, so the caller decides (`ApiError.retryAfterSeconds`).
  */
 export function retryRateLimited(send: Send, maxRetries: number): Send {
   return async (request) => {

@@ -75,10 +75,9 @@ function authorization(token: WorkspaceClientOptions["token"]): Middleware {
 }
 
 /**
- * Every POST carries an Idempotency-Key, set before the request reaches the fetch: whatever sends
- * that request again below the client (its own 429 retries, a retrying `fetch` passed in) sends
- * the same key, so the write happens once. A caller that repeats a call itself passes its own
- * `idempotencyKey` for the same guarantee.
+ * Every POST carries an Idempotency-Key set before the fetch, so whatever sends it again below the
+ * client (its 429 retries, a retrying `fetch`) sends the same key and the write happens once. A
+ * caller that repeats a call itself passes its own `idempotencyKey`.
  */
 const idempotencyKeyOnPosts: Middleware = {
   onRequest({ request }) {

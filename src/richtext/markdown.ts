@@ -12,10 +12,9 @@ import type {
   TextNode,
 } from "./types.js";
 
-// Converts markdown into stored rich text using marked's lexer only: the token
-// tree maps onto rich-text nodes directly, and no HTML is ever produced or
-// interpreted. Constructs the product spec does not convert (tables, images,
-// raw HTML) are kept as the literal text of their source so nothing is lost.
+// Converts markdown into stored rich text with marked's lexer only: no HTML is ever produced or
+// interpreted. What the spec does not convert (tables, images, raw HTML) is kept as the literal
+// text of its source, so nothing is lost.
 export function markdownToRichText(markdown: string): RichTextDoc {
   try {
     return { type: "doc", content: convertBlocks(lex(markdown)) };
@@ -345,10 +344,9 @@ const NAMED_ENTITIES: Readonly<Record<string, string>> = {
 // Same numeric bounds as marked, so references it refused stay literal here too.
 const ENTITY = /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|(amp|lt|gt|quot|apos));/g;
 
-// marked resolves numeric references in text but re-escapes a bare `&` as
-// `&amp;`, and leaves named references and link targets encoded. One pass, so
-// `&amp;lt;` becomes the literal `&lt;` as CommonMark specifies. Named entities
-// beyond the escaping set (e.g. `&copy;`) are left as typed.
+// marked re-escapes a bare `&` and leaves named references and link targets encoded. One pass,
+// so `&amp;lt;` becomes the literal `&lt;` as CommonMark specifies; named entities beyond the
+// escaping set (e.g. `&copy;`) are left as typed.
 function decodeEntities(text: string): string {
   return text.replace(ENTITY, (match, dec?: string, hex?: string, name?: string) => {
     if (name !== undefined) return NAMED_ENTITIES[name] ?? match;

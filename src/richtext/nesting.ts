@@ -1,10 +1,9 @@
 import type { z } from "zod";
 
 /**
- * marked lexes a nested list or quote once per level, so its cost grows with the square of
- * the nesting: a 1 MB list nested 1000 levels deep blocks the event loop for half a minute.
- * Markdown is therefore refused when a line starts deeper than this many columns of
- * indentation and list or quote markers (16 levels at four spaces, 32 at two).
+ * marked lexes a nested list or quote once per level, so its cost grows with the square of the
+ * nesting: markdown is refused when a line starts deeper than this many columns of indentation
+ * and list or quote markers (16 levels at four spaces, 32 at two).
  */
 export const MAX_MARKDOWN_PREFIX_COLUMNS = 64;
 

@@ -1,20 +1,8 @@
 import type { RichTextDoc } from "./types.js";
 
-// Flattens stored rich text to readable plain text. The input is whatever was
-// read from the database, so every field is checked and nothing here throws.
-//
-// Rules:
-// - Blocks of the document (and of a blockquote) are separated by one blank
-//   line; blocks that flatten to nothing are skipped.
-// - Paragraphs and headings are their text on their own line(s), without `#`;
-//   a hard break is a newline; marks are dropped, a link keeps its text only.
-// - A code block is its text verbatim; a horizontal rule is `---`.
-// - Each list item starts a line with `- ` (bullet) or `N. ` (numbered, counting
-//   from the list's `start`). The item's further lines, including nested lists,
-//   are indented by two spaces, so each nesting level adds two spaces.
-//   Blocks inside one item are not separated by blank lines.
-// - Unknown nodes contribute their `text`, or else their children: inline
-//   children are concatenated, block children put on separate lines.
+// Flattens stored rich text to readable plain text (rules: docs/architecture.md, "Plain text
+// of rich text"). The input is whatever the database held, so every field is checked and
+// nothing here throws.
 export function richTextToPlainText(doc: RichTextDoc | unknown): string {
   try {
     return renderBlock(doc);

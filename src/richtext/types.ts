@@ -1,7 +1,5 @@
-// Stored rich-text JSON, shaped like TipTap/ProseMirror document JSON so an
-// editor can load it as-is. Inline-only containers (paragraph, heading,
-// codeBlock) may omit `content`: ProseMirror serialises empty nodes that way,
-// and bodies saved by an editor must still type-check.
+// Stored rich-text JSON, shaped like TipTap/ProseMirror document JSON so an editor can load it
+// as-is. Inline-only containers may omit `content`, as ProseMirror serialises empty nodes.
 
 type BoldMark = { type: "bold" };
 type ItalicMark = { type: "italic" };

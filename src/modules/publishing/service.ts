@@ -87,10 +87,9 @@ async function memberActorId(
 }
 
 /**
- * Marks stale the latest published version of every component that depends directly on what was
- * published (`dependsOn`); dependents of dependents are left alone, and so are drafts. The
- * dependents are locked in id order first, as a publish of one of them locks its row, so a
- * concurrent publish of a dependent either comes first (and its new version is marked) or after.
+ * Marks stale the latest published version of each direct dependent (`dependsOn`; not theirs, not
+ * drafts). Dependents are locked in id order first, so a concurrent publish of one comes either
+ * first (and its new version is marked) or after.
  */
 async function markDirectDependentsStale(
   tx: Db,
@@ -162,10 +161,9 @@ type PublishingKind<Snapshot extends Record<string, unknown>> = {
 type Target = Publisher & { slug: string };
 
 /**
- * The one publishing path: in one transaction, the new published version, its change event
- * (the webhook outbox) and the direct dependents marked stale. The lineage's owner row is
- * locked first, so concurrent publishes of one lineage run one after the other: the duplicate
- * check holds, and the event's `before` is the latest at that moment.
+ * The one publishing path: the new version, its change event and the dependents marked stale, in
+ * one transaction. The lineage's owner row is locked first, so concurrent publishes of a lineage
+ * run one after the other and the duplicate check and the event's `before` hold.
  */
 async function publish<Snapshot extends Record<string, unknown>>(
   db: Db,
