@@ -1,4 +1,4 @@
-import { eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, lte, sql } from "drizzle-orm";
 import type { PgSelect } from "drizzle-orm/pg-core";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
@@ -80,6 +80,30 @@ async function loadAttemptStates(db: Db, deliveryIds: string[]) {
     .$dynamic();
   const rows = await ofDeliveries(query, deliveryIds);
   return inOrderOf(deliveryIds, rows, (row) => row.id);
+}
+
+/**
+ * Takes the deliveries still due for one attempt by moving their next attempt past `leaseMs`: a
+ * second job for one of them (a release racing a quick retry, on another worker) finds it not
+ * due. A worker that dies mid-attempt leaves the delivery to the recovery loop after the lease.
+ */
+async function claimDueDeliveries(db: Db, deliveryIds: string[], leaseMs: number) {
+  const claimed = await db
+    .update(webhookDeliveries)
+    .set({ nextAttemptAt: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
+    .where(
+      and(
+        inArray(webhookDeliveries.id, deliveryIds),
+        inArray(webhookDeliveries.status, ["pending", "failed"]),
+        lte(
+          webhookDeliveries.nextAttemptAt,
+          sql`now() + make_interval(secs => ${DUE_SLACK_MS / 1000})`,
+        ),
+      ),
+    )
+    .returning({ id: webhookDeliveries.id });
+  const ids = new Set(claimed.map((row) => row.id));
+  return deliveryIds.map((id) => ids.has(id));
 }
 
 type Loaded = NonNullable<Awaited<ReturnType<typeof loadDeliveries>>[number]>;
@@ -194,6 +218,8 @@ export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): De
   const byId = (id: string) => id;
   const loadDelivery = grouped((ids: string[]) => loadDeliveries(db, ids), byId);
   const loadAttemptState = grouped((ids: string[]) => loadAttemptStates(db, ids), byId);
+  const claimLeaseMs = config.webhooks.deliveryTimeoutMs + DUE_SLACK_MS;
+  const claimDelivery = grouped((ids: string[]) => claimDueDeliveries(db, ids, claimLeaseMs), byId);
   const recordAttempt = grouped<AttemptRecord, void>(
     async (records) => {
       await writeAttempts(db, config.webhooks.autoDisableDays, records);
@@ -232,6 +258,8 @@ export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): De
     async attemptDelivery(deliveryId, trigger) {
       const loaded = await loadDelivery(deliveryId);
       if (loaded === undefined || !shouldAttempt(loaded, trigger)) return null;
+      // An admin's redelivery is sent whatever the state; every other attempt is taken first.
+      if (trigger !== "manual" && !(await claimDelivery(deliveryId))) return null;
       const attemptedAt = new Date();
       const { outcome, headers } = await send(loaded);
       const next: NextState = outcome.ok
