@@ -15,10 +15,11 @@ import {
   type LogCursor,
 } from "../webhooks/delivery-log.js";
 import { enqueueAttempt, enqueueClaimedRetries, queuePing } from "../webhooks/enqueue-attempts.js";
-import { runRetryPass } from "../webhooks/retry-pass.js";
+import { reviveExhaustedDeliveries, runRetryPass } from "../webhooks/retry-pass.js";
 import {
   createWebhook,
   findDelivery,
+  findWebhook,
   listWebhooks,
   registrationSettingsOf,
   setWebhookEnabled,
@@ -116,6 +117,16 @@ function webhookPath(request: FastifyRequest, webhookId: string): string {
  * disable, the delivery log with attempts and response codes, redeliver and ping. Sending is
  * the worker's: the pages only record the delivery and queue its attempt.
  */
+function deliveriesText(count: number): string {
+  return `${count} ${count === 1 ? "delivery" : "deliveries"}`;
+}
+
+/** The pass also takes the webhook's failed deliveries that still had passes left. */
+function exhaustedRetryNotice(revived: number, queued: number): string {
+  const taken = `${deliveriesText(revived)} taken back from exhausted`;
+  return `${taken}; ${deliveriesText(queued)} queued for another attempt.`;
+}
+
 export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (app, options) => {
   const settings = registrationSettingsOf(options.config);
 
@@ -227,6 +238,27 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     );
     return reply.redirect(sectionPath(request, "webhooks"), 303);
   });
+
+  // `svc webhook retry-failed --include-exhausted` for one webhook: its pass follows at once.
+  app.post(
+    "/:org/webhooks/:id/retry-exhausted",
+    { schema: webhookSchema },
+    async (request, reply) => {
+      const { organization } = adminContextOf(request);
+      const scope = { organizationId: organization.id, webhookId: request.params.id };
+      await findWebhook(app.db, scope.webhookId, scope.organizationId);
+      const revived = await reviveExhaustedDeliveries(app.db, scope);
+      const queued = await runRetryPass(
+        app.db,
+        app.config.webhooks,
+        enqueueClaimedRetries(app.queue),
+        scope,
+      );
+      request.log.info({ revived, deliveries: queued }, "exhausted webhook deliveries revived");
+      leaveNotice(request, exhaustedRetryNotice(revived, queued));
+      return reply.redirect(webhookPath(request, scope.webhookId), 303);
+    },
+  );
 
   app.post("/:org/webhooks/:id/ping", { schema: webhookSchema }, async (request, reply) => {
     const { organization, user } = adminContextOf(request);

@@ -28,7 +28,7 @@ const USAGE = `Usage: svc <command>
   webhook enable|disable --id ID [--json]
   webhook deliveries --id ID [--json]
   webhook redeliver --delivery ID [--json]
-  webhook retry-failed [--include-exhausted] [--json]   run the daily retry pass now (exhausted deliveries too)
+  webhook retry-failed [--org SLUG] [--webhook ID] [--include-exhausted] [--json]   run the daily retry pass now
 
 Configuration comes from the environment (see docs/configuration.md).`;
 

@@ -7,6 +7,17 @@ export type ClaimedRetry = { id: string; passes: number };
 /** The batch size bounds what a pass holds in memory, however many deliveries failed. */
 type RetryPassSettings = Pick<Config["webhooks"], "retryPasses" | "retryPassBatchSize">;
 
+/** Which deliveries a pass or a revival covers: all of them, one organisation's, or one webhook's. */
+export type RetryScope = { organizationId?: string; webhookId?: string };
+
+/** The condition on the webhook `w` of a delivery that keeps it within `scope`. */
+function withinScope({ organizationId, webhookId }: RetryScope) {
+  const ofOrganization =
+    organizationId === undefined ? sql`` : sql`and w.organization_id = ${organizationId}`;
+  const ofWebhook = webhookId === undefined ? sql`` : sql`and w.id = ${webhookId}`;
+  return sql`${ofOrganization} ${ofWebhook}`;
+}
+
 /**
  * One batch of the daily pass (spec: "retried on the daily pass"), from Postgres: failed
  * deliveries with passes left, after `after` in id order. Claiming spends a pass and makes the
@@ -16,10 +27,8 @@ async function claimRetryBatch(
   db: Db,
   { retryPasses, retryPassBatchSize }: RetryPassSettings,
   after: string | null,
-  organizationId?: string,
+  scope: RetryScope,
 ): Promise<ClaimedRetry[]> {
-  const ofOrganization =
-    organizationId === undefined ? sql`` : sql`and w.organization_id = ${organizationId}`;
   const afterId = after === null ? sql`` : sql`and f.id > ${after}`;
   const claimed = await db.execute(sql`
     update webhook_deliveries d
@@ -28,7 +37,7 @@ async function claimRetryBatch(
       select f.id from webhook_deliveries f
       join webhooks w on w.id = f.webhook_id
       where w.enabled and f.status = 'failed' and f.passes < ${retryPasses}
-        ${afterId} ${ofOrganization}
+        ${afterId} ${withinScope(scope)}
       order by f.id
       limit ${retryPassBatchSize}
       for update of f
@@ -43,12 +52,13 @@ async function claimRetryBatch(
  * that follows retries them: after the receiver is fixed, an admin decides they are worth
  * another try. Returns how many came back.
  */
-export async function reviveExhaustedDeliveries(db: Db): Promise<number> {
+export async function reviveExhaustedDeliveries(db: Db, scope: RetryScope = {}): Promise<number> {
   const revived = await db.execute(sql`
-    update webhook_deliveries
+    update webhook_deliveries d
     set status = 'failed', passes = 0, next_attempt_at = now()
-    where status = 'exhausted'
-    returning id`);
+    from webhooks w
+    where w.id = d.webhook_id and d.status = 'exhausted' ${withinScope(scope)}
+    returning d.id`);
   return rowsOf<{ id: string }>(revived).length;
 }
 
@@ -61,12 +71,12 @@ export async function runRetryPass(
   db: Db,
   settings: RetryPassSettings,
   retry: (batch: ClaimedRetry[]) => Promise<void>,
-  options: { organizationId?: string } = {},
+  scope: RetryScope = {},
 ): Promise<number> {
   let claimed = 0;
   let after: string | null = null;
   for (;;) {
-    const batch = await claimRetryBatch(db, settings, after, options.organizationId);
+    const batch = await claimRetryBatch(db, settings, after, scope);
     const last = batch.at(-1);
     if (last === undefined) return claimed;
     await retry(batch);

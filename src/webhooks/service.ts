@@ -160,7 +160,7 @@ export async function listWebhooks(db: Db, organizationId: string): Promise<Webh
 }
 
 /** The webhook, within an organisation when one is given (admin pages), else anywhere (CLI). */
-async function findWebhook(db: Db, id: string, organizationId?: string) {
+export async function findWebhook(db: Db, id: string, organizationId?: string) {
   const conditions = [eq(webhooks.id, id)];
   if (organizationId !== undefined) conditions.push(eq(webhooks.organizationId, organizationId));
   const [webhook] = await db

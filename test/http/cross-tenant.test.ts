@@ -250,6 +250,7 @@ const PAGE_FORMS: Record<string, Record<string, string>> = {
   "POST /admin/:org/webhooks/:id/enable": {},
   "POST /admin/:org/webhooks/:id/disable": {},
   "POST /admin/:org/webhooks/:id/ping": {},
+  "POST /admin/:org/webhooks/:id/retry-exhausted": {},
   "POST /admin/:org/webhooks/:id/deliveries/:deliveryId/redeliver": {},
 };
 

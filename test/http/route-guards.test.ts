@@ -71,6 +71,7 @@ const UNDOCUMENTED: Record<string, Guard> = {
   "POST /admin/:org/webhooks/:id/enable": "admin",
   "POST /admin/:org/webhooks/:id/disable": "admin",
   "POST /admin/:org/webhooks/:id/ping": "admin",
+  "POST /admin/:org/webhooks/:id/retry-exhausted": "admin",
   "POST /admin/:org/webhooks/:id/deliveries/:deliveryId/redeliver": "admin",
 };
 

@@ -8,12 +8,14 @@ import {
 } from "../../webhooks/delivery.js";
 import {
   type ClaimedRetry,
+  type RetryScope,
   reviveExhaustedDeliveries,
   runRetryPass,
 } from "../../webhooks/retry-pass.js";
 import {
   createWebhook,
   findDelivery,
+  findWebhook,
   listDeliveries,
   listWebhooks,
   registrationSettingsOf,
@@ -166,17 +168,30 @@ async function sendAll<T>(
 /**
  * The daily pass, now: claims in Postgres a batch at a time, then attempts each delivery with
  * the worker's concurrency, printing each outcome as it comes. `--include-exhausted` takes the
- * deliveries the passes gave up on back first.
+ * deliveries the passes gave up on back first. `--org` and `--webhook` narrow both to theirs.
  */
 async function retryFailed(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, {
+    org: { type: "string" },
+    webhook: { type: "string" },
     json: { type: "boolean" },
     "include-exhausted": { type: "boolean" },
   });
+  const webhookId =
+    values.webhook === undefined
+      ? undefined
+      : requireIdOption(values.webhook, "webhook", "a webhook");
   const json = values.json ? jsonArrayPrinter() : undefined;
   let retried = 0;
   await withDatabase(async (db, config) => {
-    if (values["include-exhausted"]) await reviveExhaustedDeliveries(db);
+    const scope: RetryScope = {
+      organizationId:
+        values.org === undefined ? undefined : await requireOrganizationId(db, values.org),
+      webhookId,
+    };
+    // A webhook of another organisation is refused rather than silently matching nothing.
+    if (webhookId !== undefined) await findWebhook(db, webhookId, scope.organizationId);
+    if (values["include-exhausted"]) await reviveExhaustedDeliveries(db, scope);
     const retryOne =
       (pipeline: DeliveryPipeline) =>
       async ({ id }: ClaimedRetry) => {
@@ -192,8 +207,11 @@ async function retryFailed(args: string[]): Promise<void> {
         });
       };
     await withDeliveryPipeline(db, config, (pipeline) =>
-      runRetryPass(db, config.webhooks, (batch) =>
-        sendAll(batch, config.workerConcurrency, retryOne(pipeline)),
+      runRetryPass(
+        db,
+        config.webhooks,
+        (batch) => sendAll(batch, config.workerConcurrency, retryOne(pipeline)),
+        scope,
       ),
     );
   });
