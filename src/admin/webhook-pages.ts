@@ -23,6 +23,7 @@ import {
   registrationSettingsOf,
   setWebhookEnabled,
 } from "../webhooks/service.js";
+import { describeWebhookUrlRule, webhookNetworkOf } from "../webhooks/url-policy.js";
 import {
   adminContextOf,
   listPage,
@@ -51,6 +52,7 @@ const webhookList = listPage<WebhookForm>(
   async (request, organizationId) => ({
     webhooks: await listWebhooks(request.server.db, organizationId),
     eventChoices,
+    urlRule: describeWebhookUrlRule(webhookNetworkOf(request.server.config)),
   }),
   refusedFieldByPrefix({ "url:": "url", "events:": "events" }),
 );

@@ -96,6 +96,13 @@ describe("webhooks", () => {
     expect(list.statusCode).toBe(200);
     expect(list.body).toContain("0 failed deliveries queued for another attempt.");
   });
+
+  it("states the URL rule the registration applies in the URL's label", async () => {
+    const page = await admin.get("/admin/acme/webhooks");
+    expect(page.body).toContain(
+      '<label for="webhook-url">Receiver URL <span class="hint">(https, to a public host name; http too for localhost, 127.0.0.1, [::1] outside production; no credentials or #fragment)</span></label>',
+    );
+  });
 });
 
 describe("an address that cannot be decoded", () => {
