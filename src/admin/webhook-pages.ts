@@ -24,6 +24,7 @@ import {
   registrationSettingsOf,
   setWebhookEnabled,
 } from "../webhooks/service.js";
+import { describeWebhookUrlRule, webhookNetworkOf } from "../webhooks/url-policy.js";
 import {
   adminContextOf,
   listPage,
@@ -34,6 +35,7 @@ import {
 } from "./context.js";
 import { buildChart, formatRate } from "./delivery-chart.js";
 import { checkboxList, formText, organizationParams, recordParams } from "./form-schemas.js";
+import { webhookEventsLabel } from "./webhook-events-label.js";
 
 const eventChoices = changeEventCatalogue.map((entry) => ({
   type: entry.type,
@@ -52,6 +54,8 @@ const webhookList = listPage<WebhookForm>(
   async (request, organizationId) => ({
     webhooks: await listWebhooks(request.server.db, organizationId),
     eventChoices,
+    eventsLabel: webhookEventsLabel,
+    urlRule: describeWebhookUrlRule(webhookNetworkOf(request.server.config)),
   }),
   refusedFieldByPrefix({ "url:": "url", "events:": "events" }),
 );
@@ -192,6 +196,7 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     return renderAdminPage(request, reply, "webhooks", "admin/webhook", {
       title: "Webhook",
       webhook,
+      eventsLabel: webhookEventsLabel,
       charts: { hours: buildChart(activity.hours, "hour"), days: buildChart(activity.days, "day") },
       formatRate,
       log,

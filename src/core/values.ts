@@ -25,8 +25,10 @@ export const SLUG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 export const projectSlugParams = z.object({ slug: z.string().meta({ examples: [EXAMPLE_SLUG] }) });
 
-/** `YYYY-MM-DD` (spec: `date`). */
-export const isoDate = z.iso.date().meta({ examples: ["2026-03-01"] });
+/** `YYYY-MM-DD` (spec: `date`); a refusal names the format, which zod's own message does not. */
+export const isoDate = z.iso
+  .date({ error: "expected a date as YYYY-MM-DD" })
+  .meta({ examples: ["2026-03-01"] });
 
 // Postgres stores neither NUL nor an unpaired UTF-16 surrogate (refused in text and jsonb), and
 // has no year 0000: such input is the caller's mistake, so it is a 400 naming the field rather

@@ -202,4 +202,9 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
       .header("Cache-Control", "public, max-age=3600")
       .send(stylesheet),
   );
+  // Browsers ask for it on every page whatever the markup says; without it each logs a 404.
+  const favicon = readFileSync(path.join(views, "favicon.ico"));
+  app.get("/favicon.ico", { config: { rateLimit: false } }, async (_request, reply) =>
+    reply.type("image/x-icon").header("Cache-Control", "public, max-age=604800").send(favicon),
+  );
 }

@@ -41,6 +41,15 @@ const MAX_URL_LENGTH = 2048;
 // plain http too.
 const LOCAL_HTTP_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
+/** The registration rule in one line, for forms that ask for a webhook URL. */
+export function describeWebhookUrlRule(network: WebhookNetwork): string {
+  const hosts = [...LOCAL_HTTP_HOSTS].join(", ");
+  const privateRanges =
+    (network.allowedPrivateRanges ?? []).length > 0 ? " or an allowed private range" : "";
+  const localHttp = network.production ? "" : `; http too for ${hosts} outside production`;
+  return `https, to a public host name${privateRanges}${localHttp}; no credentials or #fragment`;
+}
+
 // IANA's global unicast block (RFC 4291 §2.4); everything else in the v6 space outside the
 // embedded-v4 forms handled below (IPv4-compatible ::/96, IETF-reserved space) is not a receiver.
 const IPV6_GLOBAL_UNICAST = ipaddr.parseCIDR("2000::/3");

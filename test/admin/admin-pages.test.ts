@@ -96,6 +96,37 @@ describe("webhooks", () => {
     expect(list.statusCode).toBe(200);
     expect(list.body).toContain("0 failed deliveries queued for another attempt.");
   });
+
+  it("states the URL rule the registration applies in the URL's label", async () => {
+    const page = await admin.get("/admin/acme/webhooks");
+    expect(page.body).toContain(
+      '<label for="webhook-url">Receiver URL <span class="hint">(https, to a public host name; http too for localhost, 127.0.0.1, [::1] outside production; no credentials or #fragment)</span></label>',
+    );
+  });
+
+  it("shows a webhook subscribed to all as All events, and one with some types by name", async () => {
+    const settings = { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 };
+    const organizationId = fixtures.acme.organization.id;
+    const everything = await createWebhook(t.db, settings, {
+      organizationId,
+      url: "http://127.0.0.1:9/everything",
+      events: ["all"],
+    });
+    const some = await createWebhook(t.db, settings, {
+      organizationId,
+      url: "http://127.0.0.1:9/some",
+      events: ["task.created", "task.updated"],
+    });
+    const list = await admin.get("/admin/acme/webhooks");
+    const eventsCell = (webhookId: string) =>
+      new RegExp(`${webhookId}">[^<]*</a></td>\\s*<td data-label="Events">([^<]*)</td>`).exec(
+        list.body,
+      )?.[1];
+    expect(eventsCell(everything.id)).toBe("All events");
+    expect(eventsCell(some.id)).toBe("task.created, task.updated");
+    const detail = await admin.get(`/admin/acme/webhooks/${everything.id}`);
+    expect(detail.body).toContain("<dt>Events</dt><dd>All events</dd>");
+  });
 });
 
 describe("an address that cannot be decoded", () => {

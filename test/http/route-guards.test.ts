@@ -44,6 +44,7 @@ const UNDOCUMENTED: Record<string, Guard> = {
   "GET /api/v1/docs/js/reference.js": "public",
   "GET /.well-known/oauth-authorization-server": "public",
   "GET /assets/site.css": "public",
+  "GET /favicon.ico": "public",
   "GET /login": "public",
   "POST /login": "form",
   "POST /logout": "form",

@@ -464,7 +464,7 @@ const refusals: [string, JsonPath, unknown, string][] = [
     "an impossible date",
     ["projects", 0, "milestones", 0, "targetDate"],
     "2026-02-30",
-    "projects[0].milestones[0].targetDate: Invalid ISO date",
+    "projects[0].milestones[0].targetDate: expected a date as YYYY-MM-DD",
   ],
   [
     "a date-time without an offset",

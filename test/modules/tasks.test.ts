@@ -277,6 +277,19 @@ describe("POST /projects/{slug}/tasks", () => {
     expect(await counts()).toEqual(before);
   });
 
+  it.each([
+    ["due_date", "2026-02-30"],
+    ["due_date", "31/05/2026"],
+    ["start_date", "2026-05-01T00:00:00Z"],
+  ])("names the format when %s %s is not a date", async (field, value) => {
+    const res = await api(t.app, "POST", "/api/v1/projects/rover/tasks", {
+      token,
+      body: { title: "ok", [field]: value },
+    });
+    expectInvalidRequest(res);
+    expect(res.body.message).toBe(`${field}: expected a date as YYYY-MM-DD`);
+  });
+
   it("refuses an assignee who is not a current member of the organisation", async () => {
     const outsiders = [
       ["another organisation's member", userId(other, 0)],
@@ -381,6 +394,15 @@ describe("PATCH /tasks/{task_id}", () => {
     expect(res.status).toBe(200);
     expect(res.body.data).toEqual({ id: taskId });
     expect((await eventsFor(t.db, taskId)).at(-1)?.targetId).toBe(taskId);
+  });
+
+  it("names the format of a date it refuses", async () => {
+    const res = await api(t.app, "PATCH", `/api/v1/tasks/${taskId}`, {
+      token,
+      body: { due_date: "May 31" },
+    });
+    expectInvalidRequest(res);
+    expect(res.body.message).toBe("due_date: expected a date as YYYY-MM-DD");
   });
 
   it("clears nullable fields with null", async () => {

@@ -67,6 +67,17 @@ describe("the sign-in page", () => {
     expect(res.statusCode).toBe(200);
     expect(res.headers["content-type"]).toMatch(/^text\/css/);
   });
+
+  it("serves a favicon that browsers may keep, under the pages' security headers", async () => {
+    const res = await t.app.inject({ method: "GET", url: "/favicon.ico" });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers["content-type"]).toBe("image/x-icon");
+    expect(res.headers["cache-control"]).toBe("public, max-age=604800");
+    expect(res.headers["content-security-policy"]).toContain("default-src 'none'");
+    expect(res.headers["x-content-type-options"]).toBe("nosniff");
+    // An ICO header (reserved 0, type 1) holding one image.
+    expect([...res.rawPayload.subarray(0, 6)]).toEqual([0, 0, 1, 0, 1, 0]);
+  });
 });
 
 describe("signing in", () => {

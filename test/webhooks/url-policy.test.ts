@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { checkWebhookUrl, isForbiddenAddress } from "../../src/webhooks/url-policy.js";
+import {
+  checkWebhookUrl,
+  describeWebhookUrlRule,
+  isForbiddenAddress,
+} from "../../src/webhooks/url-policy.js";
 
 // A resolver standing in for DNS: names map to fixed address lists; anything else fails the way
 // dns.lookup does for an unknown name.
@@ -330,5 +334,26 @@ describe("checkWebhookUrl", () => {
       ok: false,
       reason: expect.stringMatching(/^URL host does not resolve \(receiver\.invalid/),
     });
+  });
+});
+
+describe("describeWebhookUrlRule", () => {
+  it("names plain http only where the check accepts it", async () => {
+    expect(describeWebhookUrlRule(production)).toBe(
+      "https, to a public host name; no credentials or #fragment",
+    );
+    expect(describeWebhookUrlRule(development)).toBe(
+      "https, to a public host name; http too for localhost, 127.0.0.1, [::1] outside production; no credentials or #fragment",
+    );
+    for (const host of ["localhost", "127.0.0.1", "[::1]"]) {
+      const url = `http://${host}:3000/`;
+      expect(await checkWebhookUrl(url, development), url).toMatchObject({ ok: true });
+      expect(await checkWebhookUrl(url, production), url).toMatchObject({ ok: false });
+    }
+  });
+
+  it("mentions private ranges only when the operator allowed some", () => {
+    const allowing = { ...production, allowedPrivateRanges: ["10.0.0.0/29"] };
+    expect(describeWebhookUrlRule(allowing)).toContain("or an allowed private range");
   });
 });
