@@ -2,8 +2,10 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { memberships, organizations, users } from "../../src/db/schema/index.js";
 import { verifyPassword } from "../../src/modules/users/passwords.js";
+import { startService } from "../faults/service-process.js";
 import { runCli } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
+import { TEST_REDIS_URL } from "../support/env.js";
 
 let testDb: TestDatabase;
 let env: Record<string, string>;
@@ -14,10 +16,40 @@ beforeAll(async () => {
 });
 afterAll(() => testDb.drop());
 
+/** What `svc serve` prints up to the end of its greeting's last line. */
+async function greeting(databaseUrl: string): Promise<string> {
+  const service = await startService("serve", {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: TEST_REDIS_URL,
+  });
+  try {
+    await expect
+      .poll(() => service.output(), { timeout: 10_000 })
+      .toMatch(/ --(admin-email|scopes) .*\n/);
+    return service.output();
+  } finally {
+    await service.kill();
+  }
+}
+
 const organizationCount = () => testDb.database.db.$count(organizations);
 const userCount = () => testDb.database.db.$count(users);
 
 describe("svc org create", () => {
+  it("is what the greeting names on a database with no organisation", async () => {
+    const empty = await createTestDatabase();
+    try {
+      const output = await greeting(empty.url);
+      expect(output).toContain("No organization yet");
+      expect(output).toContain(
+        "svc -- org create --slug <slug> --name <name> --admin-email <email>",
+      );
+      expect(output).not.toContain("token create");
+    } finally {
+      await empty.drop();
+    }
+  });
+
   it("creates the organisation and its admin, and prints exactly the documented JSON", async () => {
     const res = await runCli(
       [
@@ -121,5 +153,11 @@ describe("svc org create", () => {
     expect(noAction.code).toBe(2);
     expect(noAction.stderr).toContain("org needs create");
     expect(await organizationCount()).toBe(orgsBefore);
+  });
+
+  it("leaves the greeting to minting a token once an organisation exists", async () => {
+    const output = await greeting(testDb.url);
+    expect(output).toContain("svc -- token create --org <slug>");
+    expect(output).not.toContain("org create");
   });
 });
