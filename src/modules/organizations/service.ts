@@ -1,18 +1,16 @@
 import { z } from "zod";
 import { InvalidRequest } from "../../core/errors.js";
 import { parseInput } from "../../core/input.js";
+import { writableSlug } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { memberships, organizations, users } from "../../db/schema/index.js";
-import { workspaceDocumentSchema } from "../../import/schema.js";
 import { generatePassword, hashPassword } from "../users/passwords.js";
 import { emailSchema } from "../users/service.js";
 
 // Slug and name as `svc import` accepts them, so both ways make the same organisations.
-const { slug, name } = workspaceDocumentSchema.shape.organization.shape;
-
 export const newOrganizationInput = z.object({
-  slug,
-  name,
+  slug: writableSlug,
+  name: z.string().min(1),
   adminEmail: emailSchema,
   adminName: z.string().trim().min(1).optional(),
 });
