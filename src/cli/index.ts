@@ -13,6 +13,7 @@ const USAGE = `Usage: svc <command>
   embedded-template           prepare the initialised database a fresh embedded DATA_DIR starts from (npm run build does)
   demo [--json]               seed the demo workspace (idempotent)
   import FILE [--json]        import a workspace document in one transaction
+  org create --slug S --name N --admin-email E [--admin-name N] [--json]   a new organisation and its first admin
   user add --org SLUG --email E --name N --role admin|member [--password P] [--json]
   user remove --org SLUG --email E
   token create --org SLUG --user EMAIL --scopes SCOPE,SCOPE,...|all [--expires-in DURATION] [--name N] [--json]
@@ -44,6 +45,7 @@ const commands: Record<string, () => Promise<Command>> = {
   "embedded-template": async () => (await import("./commands/database.js")).embeddedTemplateCommand,
   demo: async () => (await import("./commands/database.js")).demoCommand,
   import: async () => (await import("./commands/database.js")).importCommand,
+  org: async () => (await import("./commands/organizations.js")).orgCommand,
   user: async () => (await import("./commands/users.js")).userCommand,
   token: async () => (await import("./commands/tokens.js")).tokenCommand,
   transcript: async () => (await import("./commands/transcripts.js")).transcriptCommand,

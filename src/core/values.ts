@@ -23,6 +23,15 @@ export const id = z
  */
 export const SLUG_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
+/** A slug a client or an operator makes: an organisation's, a project's, a spec's. */
+export const writableSlug = z
+  .string()
+  .max(200)
+  .regex(
+    SLUG_PATTERN,
+    "must be letters, digits, '.', '_' and '-', starting with a letter or digit",
+  );
+
 export const projectSlugParams = z.object({ slug: z.string().meta({ examples: [EXAMPLE_SLUG] }) });
 
 /** `YYYY-MM-DD` (spec: `date`); a refusal names the format, which zod's own message does not. */

@@ -1,9 +1,9 @@
-import { randomBytes } from "node:crypto";
 import { sql } from "drizzle-orm";
 import { allScopes } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
 import { importWorkspace } from "../import/service.js";
 import { createToken } from "../modules/tokens/service.js";
+import { generatePassword } from "../modules/users/passwords.js";
 import { addUser, findOrganizationBySlug } from "../modules/users/service.js";
 import { DEMO_ADMIN, DEMO_ORGANIZATION_SLUG, demoWorkspace } from "./workspace.js";
 
@@ -19,11 +19,6 @@ export type SeedResult =
 
 // Arbitrary constant shared by every instance, so that concurrent seeders queue up.
 const DEMO_SEED_LOCK_KEY = 727_465_102;
-
-function generatePassword(): string {
-  // 12 random bytes are 16 base64url characters.
-  return randomBytes(12).toString("base64url");
-}
 
 /** Creates the demo workspace once; later calls (or a concurrent loser) write nothing. */
 export async function seedDemo(db: Db): Promise<SeedResult> {

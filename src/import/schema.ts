@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { markdownText, SLUG_PATTERN, writableDate } from "../core/values.js";
+import { markdownText, writableDate, writableSlug } from "../core/values.js";
 import { documentCategory, documentKind, meetingAudience } from "../db/schema/library.js";
 import {
   componentHealth,
@@ -13,13 +13,7 @@ import { emailSchema, memberRoleSchema } from "../modules/users/service.js";
 // The workspace document read by `svc import`. Limits are the API's (spec, "Limits"); enums
 // come from the database so the two cannot drift.
 
-const slug = z
-  .string()
-  .max(200)
-  .regex(
-    SLUG_PATTERN,
-    "must be letters, digits, '.', '_' and '-', starting with a letter or digit",
-  );
+const slug = writableSlug;
 // Values the spec types only as string: anything but empty.
 const label = z.string().min(1);
 // Postgres has no year 0000, and an integer column holds at most 2^31 - 1.

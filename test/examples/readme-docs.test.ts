@@ -366,12 +366,15 @@ describe("docs that run", () => {
         "The CLI",
         [
           (output) => {
-            const [imported, token] = jsonDocuments(output) as any[];
+            const [imported, token, created] = jsonDocuments(output) as any[];
             expect(imported.organization.slug).toBe("acme");
             expect(imported.projects[0].tasks[0].id).toEqual(expect.any(String));
             expect(output).toMatch(/^grace@acme\.example is a member of acme/m);
             expect(token.token).toMatch(/^svc_live_/);
             expect(token.scopes).toEqual(["projects:read", "tasks:write"]);
+            expect(created.organization.slug).toBe("beta");
+            expect(created.adminEmail).toBe("lin@beta.example");
+            expect(created.signInUrl).toMatch(/\/login$/);
           },
         ],
         session,
@@ -420,8 +423,11 @@ describe("docs that run", () => {
         [
           (output) => {
             expect(output).toMatch(/^Migrations applied\.$/m);
-            expect((jsonDocuments(output)[0] as any).organization.slug).toBe("acme");
-            expect(output).toMatch(/^ada@acme\.example is an admin of acme/m);
+            const [created] = jsonDocuments(output) as any[];
+            expect(created.organization.slug).toBe("acme");
+            expect(created.adminEmail).toBe("ada@acme.example");
+            expect(created.adminPassword).toEqual(expect.any(String));
+            expect(created.signInUrl).toBe(`http://127.0.0.1:${port}/login`);
           },
           (output) => expect(output).toContain('"redis":"ok"'),
           (output) => {

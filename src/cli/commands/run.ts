@@ -6,15 +6,26 @@ import { printLine } from "../output.js";
 
 type Parts = { api: boolean; worker: boolean };
 
+function stopFirstNote(config: Config): string {
+  return config.embedded
+    ? " (stop the service first: the embedded database is single-process)"
+    : "";
+}
+
 function printMintHint(config: Config): void {
   printLine(
     `Mint a token in the admin area (${config.publicUrl}/admin), or from the command line:`,
   );
-  const stopFirst = config.embedded
-    ? " (stop the service first: the embedded database is single-process)"
-    : "";
   printLine(
-    `  npm run --silent svc -- token create --org <slug> --user <email> --scopes all --json${stopFirst}`,
+    `  npm run --silent svc -- token create --org <slug> --user <email> --scopes all --json${stopFirstNote(config)}`,
+  );
+}
+
+/** A fresh database has nobody who could sign in to mint a token: the first step is an org. */
+function printCreateOrganizationHint(config: Config): void {
+  printLine("No organization yet. Create the first one and its admin from the command line:");
+  printLine(
+    `  npm run --silent svc -- org create --slug <slug> --name <name> --admin-email <email>${stopFirstNote(config)}`,
   );
 }
 
@@ -28,7 +39,9 @@ async function greet(runtime: Runtime): Promise<void> {
     ? await (await import("../../demo/seed.js")).seedDemo(runtime.database.db)
     : { seeded: false as const };
   if (!demo.seeded) {
-    printMintHint(config);
+    const { hasNoOrganization } = await import("../../modules/organizations/service.js");
+    if (await hasNoOrganization(runtime.database.db)) printCreateOrganizationHint(config);
+    else printMintHint(config);
     return;
   }
   printLine("");

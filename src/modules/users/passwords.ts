@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import argon2 from "argon2";
 import { z } from "zod";
 
@@ -11,4 +12,9 @@ export function hashPassword(password: string): Promise<string> {
 
 export function verifyPassword(hash: string, password: string): Promise<boolean> {
   return argon2.verify(hash, password);
+}
+
+/** A password shown once to a new admin: 12 random bytes are 16 base64url characters. */
+export function generatePassword(): string {
+  return randomBytes(12).toString("base64url");
 }
