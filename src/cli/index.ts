@@ -20,6 +20,9 @@ const USAGE = `Usage: svc <command>
   token revoke --id ID
   transcript set --meeting ID --text-file F [--notes-file F] [--status S] [--json]
   oauth-client create --org SLUG --name NAME --redirect-uri URI [--redirect-uri URI ...] [--public] [--json]
+  oauth-client update --client-id ID [--name NAME] [--redirect-uri URI ...]
+  oauth-client rotate-secret --client-id ID [--json]
+  oauth-client delete --client-id ID
   grant list --org SLUG [--json]
   grant revoke --id ID
   spec publish --org SLUG --project SLUG --spec SLUG --version V --value JSON [--json]

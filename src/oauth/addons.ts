@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { asc, desc, eq, inArray } from "drizzle-orm";
+import { and, asc, desc, eq, inArray, type SQL } from "drizzle-orm";
 import { InvalidRequest } from "../core/errors.js";
 import { isStorableText } from "../core/values.js";
 import type { Db } from "../db/client.js";
@@ -57,6 +57,10 @@ function checkRedirectUris(inputs: readonly string[]): string[] {
   return uris;
 }
 
+function newClientSecret(): string {
+  return `${CLIENT_SECRET_PREFIX}${randomBytes(32).toString("base64url")}`;
+}
+
 export type NewAddon = {
   /** The developer's organisation. */
   organizationId: string;
@@ -79,9 +83,7 @@ export async function registerAddon(db: Db, input: NewAddon): Promise<Registered
   const name = checkAddonName(input.name);
   const redirectUris = checkRedirectUris(input.redirectUris);
   const clientId = `${CLIENT_ID_PREFIX}${randomBytes(16).toString("base64url")}`;
-  const clientSecret = input.isPublic
-    ? null
-    : `${CLIENT_SECRET_PREFIX}${randomBytes(32).toString("base64url")}`;
+  const clientSecret = input.isPublic ? null : newClientSecret();
   return db.transaction(async (tx) => {
     const [client] = await tx
       .insert(oauthClients)
@@ -159,6 +161,20 @@ export async function listAddonsDevelopedBy(
   db: Db,
   organizationId: string,
 ): Promise<DevelopedAddon[]> {
+  return selectDevelopedAddons(db, eq(oauthClients.organizationId, organizationId));
+}
+
+/** One addon the organisation develops, by its record id; null when it has no such addon. */
+export async function findAddonDevelopedBy(
+  db: Db,
+  organizationId: string,
+  id: string,
+): Promise<DevelopedAddon | null> {
+  const [addon] = await selectDevelopedAddons(db, selectedBy({ id, organizationId }));
+  return addon ?? null;
+}
+
+async function selectDevelopedAddons(db: Db, where: SQL | undefined): Promise<DevelopedAddon[]> {
   const clients = await db
     .select({
       id: oauthClients.id,
@@ -168,7 +184,7 @@ export async function listAddonsDevelopedBy(
       createdAt: oauthClients.createdAt,
     })
     .from(oauthClients)
-    .where(eq(oauthClients.organizationId, organizationId))
+    .where(where)
     .orderBy(desc(oauthClients.createdAt), asc(oauthClients.name));
   if (clients.length === 0) return [];
   const uris = await db
@@ -185,4 +201,100 @@ export async function listAddonsDevelopedBy(
     ...client,
     redirectUris: uris.filter((row) => row.clientId === client.id).map((row) => row.uri),
   }));
+}
+
+/**
+ * Which addon a change is for: by its public client id (`svc`), or by its record id within the
+ * developer organisation (the admin area), so another organisation's addon names nothing.
+ */
+export type AddonSelector = { clientId: string } | { id: string; organizationId: string };
+
+function selectedBy(selector: AddonSelector): SQL | undefined {
+  return "clientId" in selector
+    ? eq(oauthClients.clientId, selector.clientId)
+    : and(
+        eq(oauthClients.id, selector.id),
+        eq(oauthClients.organizationId, selector.organizationId),
+      );
+}
+
+export type AddonChanges = { name?: string; redirectUris?: readonly string[] };
+
+/**
+ * Renames an addon and/or replaces its redirect URIs, checked as at registration; a code
+ * already issued keeps the redirect URI it was bound to. False when no such addon.
+ */
+export async function updateAddon(
+  db: Db,
+  selector: AddonSelector,
+  changes: AddonChanges,
+): Promise<boolean> {
+  const name = changes.name === undefined ? undefined : checkAddonName(changes.name);
+  const redirectUris =
+    changes.redirectUris === undefined ? undefined : checkRedirectUris(changes.redirectUris);
+  return db.transaction(async (tx) => {
+    const [client] = await tx
+      .select({ id: oauthClients.id })
+      .from(oauthClients)
+      .where(selectedBy(selector))
+      .for("update");
+    if (client === undefined) return false;
+    if (name !== undefined) {
+      await tx.update(oauthClients).set({ name }).where(eq(oauthClients.id, client.id));
+    }
+    if (redirectUris !== undefined) {
+      await tx.delete(oauthRedirectUris).where(eq(oauthRedirectUris.clientId, client.id));
+      await tx
+        .insert(oauthRedirectUris)
+        .values(redirectUris.map((uri) => ({ clientId: client.id, uri })));
+    }
+    return true;
+  });
+}
+
+/**
+ * Replaces a confidential addon's secret: the old one is refused from this commit on, since the
+ * token endpoint compares with the stored hash on every request. The new secret is returned
+ * this once; null when no such addon. A public client has no secret to replace.
+ */
+export async function rotateClientSecret(
+  db: Db,
+  selector: AddonSelector,
+): Promise<{ clientId: string; clientSecret: string } | null> {
+  const clientSecret = newClientSecret();
+  return db.transaction(async (tx) => {
+    const [client] = await tx
+      .select({
+        id: oauthClients.id,
+        clientId: oauthClients.clientId,
+        isPublic: oauthClients.isPublic,
+      })
+      .from(oauthClients)
+      .where(selectedBy(selector))
+      .for("update");
+    if (client === undefined) return null;
+    if (client.isPublic) {
+      throw new InvalidRequest(
+        "a public client has no secret to replace: it proves itself with PKCE",
+      );
+    }
+    await tx
+      .update(oauthClients)
+      .set({ secretHash: hashSecret(clientSecret) })
+      .where(eq(oauthClients.id, client.id));
+    return { clientId: client.clientId, clientSecret };
+  });
+}
+
+/**
+ * Deletes an addon with its redirect URIs, codes, grants and their tokens (foreign keys
+ * cascade). The grants' and tokens' delete triggers notify `principals_changed`, so every
+ * instance drops the tokens it cached. False when no such addon.
+ */
+export async function deleteAddon(db: Db, selector: AddonSelector): Promise<boolean> {
+  const deleted = await db
+    .delete(oauthClients)
+    .where(selectedBy(selector))
+    .returning({ id: oauthClients.id });
+  return deleted.length > 0;
 }

@@ -1,4 +1,4 @@
-import { registerAddon } from "../../oauth/addons.js";
+import { deleteAddon, registerAddon, rotateClientSecret, updateAddon } from "../../oauth/addons.js";
 import { listGrantsConnectedTo, revokeGrant } from "../../oauth/grants.js";
 import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
 import { CliError, UsageError } from "../cli-error.js";
@@ -43,10 +43,61 @@ async function createClient(args: string[]): Promise<void> {
   }
 }
 
+function noSuchClient(clientId: string): CliError {
+  return new CliError(`No OAuth client with id ${clientId}`);
+}
+
+/** `svc oauth-client update`: renames an addon and/or replaces its redirect URIs. */
+async function updateClient(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, {
+    "client-id": { type: "string" },
+    name: { type: "string" },
+    "redirect-uri": { type: "string", multiple: true },
+  });
+  const clientId = requireOption(values["client-id"], "client-id");
+  const redirectUris = values["redirect-uri"];
+  if (values.name === undefined && redirectUris === undefined) {
+    throw new UsageError("give --name and/or --redirect-uri (repeat it for several)");
+  }
+  const updated = await withDatabase((db) =>
+    updateAddon(db, { clientId }, { name: values.name, redirectUris }),
+  );
+  if (!updated) throw noSuchClient(clientId);
+  printLine(`OAuth client ${clientId} updated.`);
+}
+
+/** `svc oauth-client rotate-secret`: a new secret, shown once; the old one is refused at once. */
+async function rotateSecret(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, {
+    "client-id": { type: "string" },
+    json: { type: "boolean" },
+  });
+  const clientId = requireOption(values["client-id"], "client-id");
+  const rotated = await withDatabase((db) => rotateClientSecret(db, { clientId }));
+  if (rotated === null) throw noSuchClient(clientId);
+  if (values.json) return printJson(rotated);
+  printLine(`OAuth client ${clientId}: the old secret is refused from now on.`);
+  printLine(`New client secret (shown once): ${rotated.clientSecret}`);
+}
+
+/** `svc oauth-client delete`: the addon, its grants and every token they issued go at once. */
+async function deleteClient(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { "client-id": { type: "string" } });
+  const clientId = requireOption(values["client-id"], "client-id");
+  const deleted = await withDatabase((db) => deleteAddon(db, { clientId }));
+  if (!deleted) throw noSuchClient(clientId);
+  printLine(
+    `OAuth client ${clientId} deleted; every grant and token it held is refused from now on.`,
+  );
+}
+
 export async function oauthClientCommand(args: string[]): Promise<void> {
   const [action, ...rest] = args;
   if (action === "create") return createClient(rest);
-  throw new UsageError("oauth-client needs create");
+  if (action === "update") return updateClient(rest);
+  if (action === "rotate-secret") return rotateSecret(rest);
+  if (action === "delete") return deleteClient(rest);
+  throw new UsageError("oauth-client needs create, update, rotate-secret or delete");
 }
 
 /** `svc grant list`: the addons connected to an organisation. */
