@@ -147,6 +147,7 @@ const PARAMETER_KINDS: Record<string, Kind> = {
   admin: "organization",
   tokens: "token",
   connections: "grant",
+  addons: "addon",
   webhooks: "webhook",
   deliveries: "delivery",
 };
@@ -159,6 +160,7 @@ type Kind =
   | "meeting"
   | "token"
   | "grant"
+  | "addon"
   | "webhook"
   | "delivery";
 
@@ -178,8 +180,8 @@ function apiIds(tenant: Tenant): string[] {
   return [...page, ...task, ...document, ...meeting, ...user];
 }
 function adminIds(tenant: Tenant): string[] {
-  const { token, grant, webhook, delivery, organization } = tenant.ids;
-  return [...token, ...grant, ...webhook, ...delivery, ...organization];
+  const { token, grant, addon, webhook, delivery, organization } = tenant.ids;
+  return [...token, ...grant, ...addon, ...webhook, ...delivery, ...organization];
 }
 function allIds(tenant: Tenant): string[] {
   return [...apiIds(tenant), ...adminIds(tenant)];
@@ -247,6 +249,12 @@ const PAGE_FORMS: Record<string, Record<string, string>> = {
   "POST /admin/:org/webhooks/retry-failed": {},
   "POST /admin/:org/tokens/:id/revoke": {},
   "POST /admin/:org/connections/:id/revoke": {},
+  "POST /admin/:org/addons/:id": {
+    name: "Probed addon",
+    redirect_uris: "https://probe.example/cb",
+  },
+  "POST /admin/:org/addons/:id/rotate-secret": {},
+  "POST /admin/:org/addons/:id/delete": {},
   "POST /admin/:org/webhooks/:id/enable": {},
   "POST /admin/:org/webhooks/:id/disable": {},
   "POST /admin/:org/webhooks/:id/ping": {},

@@ -166,6 +166,7 @@ export type Tenant = {
     organization: string[];
     token: string[];
     grant: string[];
+    addon: string[];
     webhook: string[];
     delivery: string[];
   };
@@ -290,6 +291,7 @@ export async function mirroredTenants(t: TestApp, slugs: readonly [string, strin
           organization: [organizationId],
           token: tokens.map((row) => row.id),
           grant: grants.map((row) => row.id),
+          addon: [built.client.id],
           webhook: [built.hook.webhookId],
           delivery: [built.hook.deliveryId],
         },
