@@ -72,6 +72,7 @@ beforeAll(async () => {
   });
   const [delivery] = await served.db.select({ id: webhookDeliveries.id }).from(webhookDeliveries);
   if (delivery === undefined) throw new Error("no delivery");
+  const developed = await registerClient(served.db, acme, [REDIRECT], { name: "Acme Addon" });
   const base = "/admin/acme";
   const authorize = new URLSearchParams({
     client_id: client.clientId,
@@ -85,6 +86,8 @@ beforeAll(async () => {
     { name: "overview", path: base },
     { name: "tokens", path: `${base}/tokens` },
     { name: "addons", path: `${base}/addons` },
+    { name: "addon", path: `${base}/addons/${developed.id}` },
+    { name: "addon-delete", path: `${base}/addons/${developed.id}/delete` },
     { name: "connections", path: `${base}/connections` },
     { name: "webhooks", path: `${base}/webhooks` },
     { name: "webhook", path: `${base}/webhooks/${webhook.id}` },
