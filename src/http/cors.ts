@@ -2,7 +2,7 @@ import cors, { type FastifyCorsOptions } from "@fastify/cors";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 
 /** Whether a browser page of this origin may read the answer. */
-export type OriginCheck = (origin: string) => Promise<boolean>;
+type OriginCheck = (origin: string) => Promise<boolean>;
 
 /** Which origins a path answers: any origin, or those the check accepts. */
 export type OriginPolicy = (path: string) => "any-origin" | OriginCheck;
