@@ -31,11 +31,22 @@ const SHARED_OPTIONS = {
 const isPreflight = (request: FastifyRequest) =>
   request.method === "OPTIONS" && request.headers["access-control-request-method"] !== undefined;
 
+/**
+ * The matched route's pattern, so no other spelling of a path (percent-encoded, say) escapes its
+ * policy. A preflight matches the plugin's wildcard route and is judged by its path; its answer
+ * alone lets the browser read nothing.
+ */
+function pathOf(request: FastifyRequest): string {
+  const pattern = request.routeOptions.url;
+  if (pattern !== undefined && !pattern.endsWith("*")) return pattern;
+  return request.url.split("?", 1)[0] ?? "";
+}
+
 async function allowedOrigin(
   request: FastifyRequest,
   policy: OriginPolicy,
 ): Promise<string | false> {
-  const origins = policy(request.url.split("?", 1)[0] ?? "");
+  const origins = policy(pathOf(request));
   if (origins === "any-origin") return "*";
   const origin = request.headers.origin;
   if (origin === undefined) return false;

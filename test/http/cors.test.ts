@@ -144,6 +144,18 @@ describe("the token endpoint and the OAuth metadata", () => {
     expect(corsHeadersOf(metadata)).toEqual([]);
   });
 
+  it("judges the token endpoint by its route, however its path is spelled", async () => {
+    const response = await t.app.inject({
+      method: "POST",
+      url: "/api/v1/oauth/%74oken",
+      headers: { origin: STRANGER, "content-type": "application/x-www-form-urlencoded" },
+      payload: "grant_type=authorization_code",
+      remoteAddress: "192.0.2.4",
+    });
+    expect(response.statusCode).toBe(400);
+    expect(corsHeadersOf(response)).toEqual([]);
+  });
+
   it("lets the public client's page read the issued token", async () => {
     const pkce = pkcePair();
     const code = await issueCode(t.db, {
