@@ -15,6 +15,7 @@ import { NotFound, ServiceUnavailable } from "./core/errors.js";
 import type { Database, Db } from "./db/client.js";
 import { registerApiReference } from "./http/api-reference.js";
 import { bearerLookup, registerBearerAuth } from "./http/auth.js";
+import { registerCors } from "./http/cors.js";
 import { failure, registerErrorHandler } from "./http/error-handler.js";
 import { registerHealthRoutes } from "./http/health.js";
 import { registerIdempotency } from "./http/idempotency.js";
@@ -29,7 +30,8 @@ import { moduleRoutes } from "./modules/routes.js";
 import { PrincipalCache } from "./modules/tokens/principal-cache.js";
 import { authorizeRoutes } from "./oauth/authorize-routes.js";
 import { oauthMetadataRoutes } from "./oauth/metadata-routes.js";
-import { oauthTokenRoutes } from "./oauth/token-routes.js";
+import { PublicClientOrigins } from "./oauth/public-client-origins.js";
+import { oauthTokenRoutes, TOKEN_ENDPOINT_PATH } from "./oauth/token-routes.js";
 import { withEnqueueDeadline } from "./queue/enqueue-deadline.js";
 import type { WorkspaceJobs } from "./queue/jobs.js";
 import type { JobQueue } from "./queue/queue.js";
@@ -66,7 +68,13 @@ async function registerApi(
   app: FastifyInstance,
   deps: AppDependencies,
   redis: RequestPathRedis | undefined,
+  publicClientOrigins: PublicClientOrigins,
 ): Promise<void> {
+  // Only the pages of public clients run the OAuth flow in the browser.
+  const tokenEndpoint = `${API_PREFIX}${TOKEN_ENDPOINT_PATH}`;
+  await registerCors(app, (path) =>
+    path === tokenEndpoint ? publicClientOrigins.allows : "any-origin",
+  );
   registerErrorHandler(app, deps.config.bodyLimitBytes);
   deferNotFoundForImpossibleIds(app);
   // Bodies are JSON (spec, "Endpoints"); anything else is refused as a wrong Content-Type.
@@ -194,8 +202,15 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // The rate limit and readiness share it: a command left unanswered holds back both.
   const redis = deps.redis === undefined ? undefined : new RequestPathRedis(deps.redis);
   registerHealthRoutes(app, deps.database, redis, deps.config.readinessTimeoutMs);
-  await app.register((api) => registerApi(api, deps, redis), { prefix: API_PREFIX });
-  await app.register(oauthMetadataRoutes, { config: deps.config });
+  const publicClientOrigins = new PublicClientOrigins(deps.database.db);
+  await app.register((api) => registerApi(api, deps, redis, publicClientOrigins), {
+    prefix: API_PREFIX,
+  });
+  await app.register(oauthMetadataRoutes, {
+    config: deps.config,
+    publicClientOrigins,
+    prefix: "/.well-known",
+  });
   await app.register((browser) => registerBrowserPages(browser, deps));
   return app;
 }

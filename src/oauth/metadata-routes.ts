@@ -1,7 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import type { Config } from "../config.js";
 import { allScopes } from "../core/scopes.js";
+import { registerCors } from "../http/cors.js";
 import { API_PREFIX } from "../http/openapi.js";
+import type { PublicClientOrigins } from "./public-client-origins.js";
 
 /** RFC 8414 authorization server metadata, so standard clients configure themselves. */
 function authorizationServerMetadata(config: Config) {
@@ -21,11 +23,17 @@ function authorizationServerMetadata(config: Config) {
   };
 }
 
-export async function oauthMetadataRoutes(app: FastifyInstance, options: { config: Config }) {
+/**
+ * Registered under `/.well-known`, so that the preflight route CORS adds stays there. Browser
+ * addons read the metadata as they read the token endpoint: from a public client's origin.
+ */
+export async function oauthMetadataRoutes(
+  app: FastifyInstance,
+  options: { config: Config; publicClientOrigins: PublicClientOrigins },
+) {
+  await registerCors(app, () => options.publicClientOrigins.allows);
   const metadata = authorizationServerMetadata(options.config);
-  app.get(
-    "/.well-known/oauth-authorization-server",
-    { schema: { hide: true } },
-    async (_request, reply) => reply.header("Cache-Control", "public, max-age=3600").send(metadata),
+  app.get("/oauth-authorization-server", { schema: { hide: true } }, async (_request, reply) =>
+    reply.header("Cache-Control", "public, max-age=3600").send(metadata),
   );
 }

@@ -7,6 +7,9 @@ import { answerTokenError } from "./token-error-handler.js";
 import { exchangeAuthorizationCode } from "./token-exchange.js";
 import { readTokenRequest } from "./token-request.js";
 
+/** Where the token endpoint answers, under the API's prefix. */
+export const TOKEN_ENDPOINT_PATH = "/oauth/token";
+
 /**
  * `POST /api/v1/oauth/token` in a scope of its own: form bodies are parsed here only (the JSON
  * API keeps refusing them), and errors are OAuth error objects (RFC 6749 §5.2), not the
@@ -19,7 +22,7 @@ export async function oauthTokenRoutes(app: FastifyInstance, options: { config: 
   const limiter = new AuthFailureLimiter(app.db, options.config.authRateLimitMax);
 
   app.post(
-    "/oauth/token",
+    TOKEN_ENDPOINT_PATH,
     { config: { access: "public" }, schema: { hide: true } },
     async (request, reply) => {
       reply.header("Cache-Control", "no-store").header("Pragma", "no-cache");

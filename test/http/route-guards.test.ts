@@ -27,9 +27,10 @@ type Operation = {
  * - `signed-in`: a page that sends a signed-out visitor to sign in;
  * - `admin`: the admin area, for a signed-in admin of the organisation only, every form
  *   refused without its CSRF token;
- * - `form`: a form post refused without its CSRF token.
+ * - `form`: a form post refused without its CSRF token;
+ * - `preflight`: answers CORS preflights (checked in cors.test.ts), any other OPTIONS is 404.
  */
-type Guard = "public" | "client-authentication" | "signed-in" | "admin" | "form";
+type Guard = "public" | "client-authentication" | "signed-in" | "admin" | "form" | "preflight";
 
 /**
  * The reviewed list of routes outside the OpenAPI document, each with its guard. A route added
@@ -43,6 +44,8 @@ const UNDOCUMENTED: Record<string, Guard> = {
   "GET /api/v1/docs/js/scalar.js": "public",
   "GET /api/v1/docs/js/reference.js": "public",
   "GET /.well-known/oauth-authorization-server": "public",
+  "OPTIONS /api/v1*": "preflight",
+  "OPTIONS /.well-known*": "preflight",
   "GET /assets/site.css": "public",
   "GET /favicon.ico": "public",
   "GET /login": "public",
@@ -272,6 +275,16 @@ describe("the routes outside the OpenAPI document", () => {
     expect(open.length).toBeGreaterThan(5);
     for (const route of open) {
       expect((await send(route, {})).statusCode, key(route)).toBe(200);
+    }
+  });
+
+  it("answer an OPTIONS request that is no CORS preflight as an unknown path", async () => {
+    const preflights = guarded("preflight");
+    expect(preflights.length).toBeGreaterThan(0);
+    for (const route of preflights) {
+      const url = route.url.replace("*", "/anything");
+      const response = await t.app.inject({ method: "OPTIONS", url });
+      expect(response.statusCode, key(route)).toBe(404);
     }
   });
 

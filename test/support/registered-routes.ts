@@ -28,11 +28,33 @@ export function registeredRoutes(app: FastifyInstance): RegisteredRoute[] {
       routes.push({ method: method as HTTPMethods, url });
     }
   }
-  for (const route of routes) {
+  const read = routes.filter((route) => route.url !== "*").concat(wildcardRoutes(app, routes));
+  for (const route of read) {
     if (!app.hasRoute(route)) throw new Error(`misread route ${route.method} ${route.url}`);
   }
-  if (routes.length === 0) throw new Error("the route tree listed no route");
-  return routes;
+  if (read.length === 0) throw new Error("the route tree listed no route");
+  return read;
+}
+
+/**
+ * The tree prints a wildcard route as a bare `*` (several merged into one line), without its
+ * prefix: each is looked for after every folder of the other routes. A plugin's `*` under a
+ * prefix is registered as e.g. `OPTIONS /api/v1*`.
+ */
+function wildcardRoutes(app: FastifyInstance, routes: RegisteredRoute[]): RegisteredRoute[] {
+  const methods = new Set(routes.filter((route) => route.url === "*").map((route) => route.method));
+  const folders = new Set(["/"]);
+  for (const { url } of routes) {
+    for (let end = url.indexOf("/", 1); end !== -1; end = url.indexOf("/", end + 1)) {
+      folders.add(url.slice(0, end));
+      folders.add(url.slice(0, end + 1));
+    }
+  }
+  return [...methods].flatMap((method) =>
+    [...folders]
+      .map((folder) => ({ method, url: `${folder}*` }))
+      .filter((route) => app.hasRoute(route)),
+  );
 }
 
 /** The names of a route's path parameters, in order: `/a/:org/b/:id` → `["org", "id"]`. */
