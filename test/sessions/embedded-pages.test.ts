@@ -7,7 +7,12 @@ import { openPglite } from "../../src/db/embedded.js";
 import { tasks } from "../../src/db/schema/index.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
-import { importOAuthWorkspaces, PASSWORD, registerClient } from "../oauth/oauth-fixtures.js";
+import {
+  addonReturnUrl,
+  importOAuthWorkspaces,
+  PASSWORD,
+  registerClient,
+} from "../oauth/oauth-fixtures.js";
 import { api } from "../support/api.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";
@@ -59,8 +64,7 @@ it("signs in, approves twice into one grant and redeems both codes on PGlite", a
       organization_id: organizationId,
       decision: "approve",
     });
-    expect(approved.statusCode).toBe(303);
-    const code = new URL(approved.headers.location as string).searchParams.get("code") as string;
+    const code = addonReturnUrl(approved).searchParams.get("code") as string;
     const token = await redeemCode(app, {
       code,
       redirectUri,
