@@ -78,8 +78,10 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
     return null;
   }
 
-  function describeRequest(authorization: AuthorizationRequest) {
+  /** What the consent and needs-admin pages show, and whom their form speaks for. */
+  function describeRequest(authorization: AuthorizationRequest, memberId: string) {
     return {
+      memberId,
       addon: authorization.addon.name,
       developer: authorization.addon.developer.name,
       returnsTo: new URL(authorization.redirectUri).origin,
@@ -96,12 +98,13 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
     request: FastifyRequest,
     reply: FastifyReply,
     authorization: AuthorizationRequest,
+    memberId: string,
   ) {
     return renderPage(
       request,
       reply,
       "oauth/needs-admin",
-      { title: "An admin must approve this addon", ...describeRequest(authorization) },
+      { title: "An admin must approve this addon", ...describeRequest(authorization, memberId) },
       403,
     );
   }
@@ -112,17 +115,40 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
     const user = await currentUser(app.db, request);
     if (user === null) return redirectToSignIn(reply, request.url);
     const organizations = await adminOrganizationsOf(app.db, user.id);
-    if (organizations.length === 0) return renderNeedsAdmin(request, reply, authorization);
+    if (organizations.length === 0) return renderNeedsAdmin(request, reply, authorization, user.id);
     return renderPage(request, reply, "oauth/consent", {
       title: `Connect ${authorization.addon.name}`,
-      ...describeRequest(authorization),
+      ...describeRequest(authorization, user.id),
       organizations,
     });
   });
 
+  function reviewAgainPath(authorization: AuthorizationRequest): string {
+    return `${AUTHORIZE_PATH}?${new URLSearchParams(authorizationParameters(authorization)).toString()}`;
+  }
+
+  /** A consent form that no longer speaks for whoever is signed in now decides nothing. */
+  function renderStaleForm(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    authorization: AuthorizationRequest,
+  ) {
+    return renderPage(
+      request,
+      reply,
+      "oauth/stale-form",
+      {
+        title: "This page has expired",
+        addon: authorization.addon.name,
+        reviewAgain: reviewAgainPath(authorization),
+      },
+      403,
+    );
+  }
+
   /**
-   * A consent form from an old session (signed out since, or another member signed in) fails
-   * its CSRF check: the member may review the same request again rather than start over.
+   * A consent form from an old session (its CSRF cookie gone) fails its CSRF check: the member
+   * may review the same request again rather than start over from the addon.
    */
   async function answerStaleForm(
     error: FastifyError,
@@ -134,25 +160,14 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
     if (check.outcome !== "valid") {
       return renderInvalidRequest(request, reply, "The form was incomplete or has expired.");
     }
-    return renderPage(
-      request,
-      reply,
-      "oauth/stale-form",
-      {
-        title: "This page has expired",
-        addon: check.request.addon.name,
-        reviewAgain: `${AUTHORIZE_PATH}?${new URLSearchParams(authorizationParameters(check.request)).toString()}`,
-      },
-      403,
-    );
+    return renderStaleForm(request, reply, check.request);
   }
 
   app.post(AUTHORIZE_PATH, { errorHandler: answerStaleForm }, async (request, reply) => {
     const authorization = await validRequest(request, reply, request.body);
     if (authorization === null) return reply;
-    const back = `${AUTHORIZE_PATH}?${new URLSearchParams(authorizationParameters(authorization)).toString()}`;
     const user = await currentUser(app.db, request);
-    if (user === null) return redirectToSignIn(reply, back);
+    if (user === null) return redirectToSignIn(reply, reviewAgainPath(authorization));
     const form = request.body as Record<string, unknown>;
     if (form.decision === "deny") {
       return backToClient(request, reply, authorization.redirectUri, {
@@ -161,6 +176,9 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
         state: authorization.state,
       });
     }
+    // Shown to another member (someone else signed in since, in another tab): deciding would
+    // approve in the name of whoever is signed in now, who never saw this page.
+    if (form.member_id !== user.id) return renderStaleForm(request, reply, authorization);
     if (form.decision !== "approve") {
       return renderInvalidRequest(
         request,
@@ -170,7 +188,7 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
     }
     const organizations = await adminOrganizationsOf(app.db, user.id);
     const organization = organizations.find((candidate) => candidate.id === form.organization_id);
-    if (organization === undefined) return renderNeedsAdmin(request, reply, authorization);
+    if (organization === undefined) return renderNeedsAdmin(request, reply, authorization, user.id);
     const { code } = await approveAuthorization(app.db, {
       clientRecordId: authorization.addon.id,
       organizationId: organization.id,

@@ -7,6 +7,7 @@ import { InjectSession } from "../support/browser.js";
 import {
   addonReturnUrl,
   importOAuthWorkspaces,
+  memberIdOf,
   PASSWORD,
   pkcePair,
   registerClient,
@@ -227,6 +228,7 @@ describe("a valid request", () => {
     const approved = await session.post("/oauth/authorize", {
       ...validParams(),
       _csrf,
+      member_id: memberIdOf(page.body),
       organization_id: organizationId,
       decision: "approve",
     });
@@ -252,6 +254,7 @@ describe("a valid request", () => {
     const approved = await session.post("/oauth/authorize", {
       ...validParams(),
       _csrf,
+      member_id: memberIdOf(page.body),
       organization_id: fixtures.devco.organization.id,
       decision: "approve",
     });
@@ -262,6 +265,24 @@ describe("a valid request", () => {
       orgSlug: fixtures.devco.organization.slug,
       email: "admin@acme.example",
     });
+  });
+
+  it("refuses an approval from a page shown to another member, offering the request again", async () => {
+    const session = new InjectSession(t.app);
+    await session.signIn("admin@acme.example", PASSWORD);
+    const page = await session.get(authorizeUrl(validParams()));
+    const _csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1] as string;
+    const organizationId = /name="organization_id" value="([^"]+)"/.exec(page.body)?.[1] as string;
+    const res = await session.post("/oauth/authorize", {
+      ...validParams(),
+      _csrf,
+      member_id: "someone-else",
+      organization_id: organizationId,
+      decision: "approve",
+    });
+    expect(res.statusCode).toBe(403);
+    expect(res.body).toContain("This page has expired");
+    expect(res.body).not.toContain("svca_");
   });
 
   it("refuses a decision posted without the CSRF token", async () => {
@@ -293,6 +314,7 @@ describe("a valid request", () => {
     const forged = await session.post("/oauth/authorize", {
       ...validParams(),
       _csrf,
+      member_id: memberIdOf(page.body),
       organization_id: fixtures.acme.organization.id,
       decision: "approve",
     });

@@ -178,8 +178,10 @@ describe("redirect chains that start with a form, in Chromium", () => {
     await fillSignIn(other, "member@acme.example", PASSWORD);
     await other.waitForURL((url) => !url.pathname.startsWith("/login"));
 
-    // The form now speaks for the member signed in, who administers nothing.
+    // Approving would speak for the member signed in now, who never saw the page.
     await consent.getByRole("button", { name: "Approve" }).click();
+    await consent.getByRole("heading", { level: 1, name: "This page has expired" }).waitFor();
+    await consent.getByRole("link", { name: "Review the request again" }).click();
     await consent
       .getByRole("heading", { level: 1, name: "An admin must approve this addon" })
       .waitFor();

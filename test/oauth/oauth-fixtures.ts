@@ -101,3 +101,10 @@ export function addonReturnUrl(response: { statusCode: number; body: string }): 
   }
   return new URL(unescapeHtml(refresh));
 }
+
+/** The member a consent page's form speaks for, as its hidden field says. */
+export function memberIdOf(html: string): string {
+  const id = /name="member_id" value="([^"]+)"/.exec(html)?.[1];
+  if (id === undefined) throw new Error("the page has no member_id field");
+  return id;
+}

@@ -10,6 +10,7 @@ import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import {
   addonReturnUrl,
   importOAuthWorkspaces,
+  memberIdOf,
   PASSWORD,
   registerClient,
 } from "../oauth/oauth-fixtures.js";
@@ -61,6 +62,7 @@ it("signs in, approves twice into one grant and redeems both codes on PGlite", a
     const approved = await session.post("/oauth/authorize", {
       ...params,
       _csrf,
+      member_id: memberIdOf(page.body),
       organization_id: organizationId,
       decision: "approve",
     });
