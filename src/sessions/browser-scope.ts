@@ -45,14 +45,13 @@ function cookieSigningKey(secretKey: string, use: string): string {
   return createHmac("sha256", secretKey).update(`workspace-service ${use}`).digest("hex");
 }
 
-function describeCsrfFailure(error: FastifyError): string | null {
-  if (error.code === "FST_CSRF_MISSING_SECRET" || error.code === "FST_CSRF_INVALID_TOKEN") {
-    return "This form could not be verified: it is missing its security token or the token has expired. Go back, reload the page and try again.";
-  }
-  return null;
+/** A form refused because its CSRF token is missing or belongs to another secret. */
+export function isCsrfFailure(error: FastifyError): boolean {
+  return error.code === "FST_CSRF_MISSING_SECRET" || error.code === "FST_CSRF_INVALID_TOKEN";
 }
 
-async function answerWithErrorPage(
+/** The pages' error handler: every refusal as a rendered page with its status. */
+export async function answerWithErrorPage(
   error: FastifyError,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -68,9 +67,14 @@ async function answerWithErrorPage(
     }
     return renderErrorPage(request, reply, 400, "Request not accepted", schemaRefusal.message);
   }
-  const csrfFailure = describeCsrfFailure(error);
-  if (csrfFailure !== null) {
-    return renderErrorPage(request, reply, 403, "Form not accepted", csrfFailure);
+  if (isCsrfFailure(error)) {
+    return renderErrorPage(
+      request,
+      reply,
+      403,
+      "Form not accepted",
+      "This form could not be verified: it is missing its security token or the token has expired. Go back, reload the page and try again.",
+    );
   }
   const refused = error instanceof ApiError ? error : fromDependencyError(error);
   if (refused instanceof ServiceUnavailable) {

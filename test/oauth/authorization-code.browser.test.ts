@@ -280,7 +280,7 @@ describe("the authorization-code flow in a browser", () => {
     expect(visited.filter((url) => url.startsWith(addon.url))).toEqual([]);
   });
 
-  it("refuses a consent form posted without its CSRF token", async () => {
+  it("refuses a consent form posted without its CSRF token, offering the request again", async () => {
     const page = await adminPage();
     await page.goto(
       authorizationUrl({
@@ -299,8 +299,10 @@ describe("the authorization-code flow in a browser", () => {
       page.getByRole("button", { name: "Approve" }).click(),
     ]);
     expect(response.status()).toBe(403);
-    expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("Form not accepted");
+    expect(await page.getByRole("heading", { level: 1 }).innerText()).toBe("This page has expired");
     expect(page.url().startsWith(addon.url)).toBe(false);
+    await page.getByRole("link", { name: "Review the request again" }).click();
+    await page.getByRole("heading", { level: 1, name: "Connect Gantt Addon" }).waitFor();
   });
 
   it("gives 401 to the tokens of a grant once an admin disconnects the addon", async () => {

@@ -4,7 +4,14 @@ import { addUser, removeMember } from "../../src/modules/users/service.js";
 import { listGrantsConnectedTo } from "../../src/oauth/grants.js";
 import { createTestApp, type TestApp } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";
-import { importOAuthWorkspaces, PASSWORD, pkcePair, registerClient } from "./oauth-fixtures.js";
+import {
+  addonReturnUrl,
+  importOAuthWorkspaces,
+  memberIdOf,
+  PASSWORD,
+  pkcePair,
+  registerClient,
+} from "./oauth-fixtures.js";
 
 const PUBLIC_URL = "http://workspace.example";
 const REDIRECT = "https://addon.example/callback?tenant=7";
@@ -92,7 +99,7 @@ describe("requests that cannot be trusted show an error page and never redirect"
   });
 });
 
-describe("other errors go back to the client with 303, state and iss, once signed in", () => {
+describe("other errors go back to the client, with state and iss, once signed in", () => {
   let admin: InjectSession;
   beforeAll(async () => {
     admin = new InjectSession(t.app);
@@ -137,8 +144,8 @@ describe("other errors go back to the client with 303, state and iss, once signe
     ],
   ])("%s", async (_name, overrides, error, state) => {
     const res = await admin.get(authorizeUrl(validParams(overrides)));
-    expect(res.statusCode).toBe(303);
-    const location = new URL(res.headers.location as string);
+    expect(res.headers.location).toBeUndefined();
+    const location = addonReturnUrl(res);
     expect(`${location.origin}${location.pathname}`).toBe("https://addon.example/callback");
     // The registered URI's own query is kept.
     expect(location.searchParams.get("tenant")).toBe("7");
@@ -154,18 +161,12 @@ describe("other errors go back to the client with 303, state and iss, once signe
         validParams({ client_id: publicClient.clientId, redirect_uri: publicClient.redirectUri }),
       ),
     );
-    expect(res.statusCode).toBe(303);
-    expect(new URL(res.headers.location as string).searchParams.get("error")).toBe(
-      "invalid_request",
-    );
+    expect(addonReturnUrl(res).searchParams.get("error")).toBe("invalid_request");
   });
 
   it("a repeated scope parameter", async () => {
     const res = await admin.get(`${authorizeUrl(validParams())}&scope=pages:read`);
-    expect(res.statusCode).toBe(303);
-    expect(new URL(res.headers.location as string).searchParams.get("error")).toBe(
-      "invalid_request",
-    );
+    expect(addonReturnUrl(res).searchParams.get("error")).toBe("invalid_request");
   });
 });
 
@@ -186,7 +187,8 @@ describe("a valid request", () => {
     expect(res.statusCode).toBe(200);
     const csp = String(res.headers["content-security-policy"]);
     expect(csp).toContain("frame-ancestors 'none'");
-    expect(csp).toContain("form-action 'self' https://addon.example");
+    // The way back to the addon is a page of ours, so forms post and redirect only here.
+    expect(csp).toContain("form-action 'self';");
     expect(res.headers["x-frame-options"]).toBe("DENY");
     expect(res.headers["referrer-policy"]).toBe("no-referrer");
     expect(res.headers["cache-control"]).toBe("no-store");
@@ -226,11 +228,11 @@ describe("a valid request", () => {
     const approved = await session.post("/oauth/authorize", {
       ...validParams(),
       _csrf,
+      member_id: memberIdOf(page.body),
       organization_id: organizationId,
       decision: "approve",
     });
-    expect(approved.statusCode).toBe(303);
-    expect(new URL(approved.headers.location as string).searchParams.get("code")).toMatch(/^svca_/);
+    expect(addonReturnUrl(approved).searchParams.get("code")).toMatch(/^svca_/);
     const again = await session.get(url);
     expect(again.statusCode).toBe(200);
     expect(again.body).toContain(">Approve</button>");
@@ -252,16 +254,35 @@ describe("a valid request", () => {
     const approved = await session.post("/oauth/authorize", {
       ...validParams(),
       _csrf,
+      member_id: memberIdOf(page.body),
       organization_id: fixtures.devco.organization.id,
       decision: "approve",
     });
-    expect(approved.statusCode).toBe(303);
+    expect(addonReturnUrl(approved).searchParams.get("code")).toMatch(/^svca_/);
     const grants = await listGrantsConnectedTo(t.db, fixtures.devco.organization.id);
     expect(grants.map((grant) => grant.clientId)).toEqual([confidential.clientId]);
     await removeMember(t.db, {
       orgSlug: fixtures.devco.organization.slug,
       email: "admin@acme.example",
     });
+  });
+
+  it("refuses an approval from a page shown to another member, offering the request again", async () => {
+    const session = new InjectSession(t.app);
+    await session.signIn("admin@acme.example", PASSWORD);
+    const page = await session.get(authorizeUrl(validParams()));
+    const _csrf = /name="_csrf" value="([^"]+)"/.exec(page.body)?.[1] as string;
+    const organizationId = /name="organization_id" value="([^"]+)"/.exec(page.body)?.[1] as string;
+    const res = await session.post("/oauth/authorize", {
+      ...validParams(),
+      _csrf,
+      member_id: "someone-else",
+      organization_id: organizationId,
+      decision: "approve",
+    });
+    expect(res.statusCode).toBe(403);
+    expect(res.body).toContain("This page has expired");
+    expect(res.body).not.toContain("svca_");
   });
 
   it("refuses a decision posted without the CSRF token", async () => {
@@ -276,7 +297,10 @@ describe("a valid request", () => {
     });
     expect(res.statusCode).toBe(403);
     expect(res.headers.location).toBeUndefined();
-    expect(res.body).toContain("Form not accepted");
+    expect(res.body).toContain("This page has expired");
+    expect(res.body).toContain(
+      `href="${authorizeUrl(validParams()).replaceAll("&", "&amp;")}">Review the request again`,
+    );
   });
 
   it("tells a member who is not an admin that an admin must approve, and refuses a forged approval", async () => {
@@ -290,6 +314,7 @@ describe("a valid request", () => {
     const forged = await session.post("/oauth/authorize", {
       ...validParams(),
       _csrf,
+      member_id: memberIdOf(page.body),
       organization_id: fixtures.acme.organization.id,
       decision: "approve",
     });
@@ -300,9 +325,6 @@ describe("a valid request", () => {
       _csrf,
       decision: "deny",
     });
-    expect(back.statusCode).toBe(303);
-    expect(new URL(back.headers.location as string).searchParams.get("error")).toBe(
-      "access_denied",
-    );
+    expect(addonReturnUrl(back).searchParams.get("error")).toBe("access_denied");
   });
 });

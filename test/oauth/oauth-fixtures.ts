@@ -77,3 +77,34 @@ export async function issueCode(
   });
   return code;
 }
+
+function unescapeHtml(text: string): string {
+  return text
+    .replaceAll("&quot;", '"')
+    .replaceAll("&#39;", "'")
+    .replaceAll("&lt;", "<")
+    .replaceAll("&gt;", ">")
+    .replaceAll("&amp;", "&");
+}
+
+/**
+ * Where the page that sends a member back to the addon leads: its meta refresh, which its
+ * "Continue to the addon" link repeats.
+ */
+export function addonReturnUrl(response: { statusCode: number; body: string }): URL {
+  const refresh = /<meta http-equiv="refresh" content="0; url=([^"]+)">/.exec(response.body)?.[1];
+  const link = /<a class="button" href="([^"]+)">Continue to the addon<\/a>/.exec(
+    response.body,
+  )?.[1];
+  if (response.statusCode !== 200 || refresh === undefined || refresh !== link) {
+    throw new Error(`not a page back to the addon (${response.statusCode}): ${response.body}`);
+  }
+  return new URL(unescapeHtml(refresh));
+}
+
+/** The member a consent page's form speaks for, as its hidden field says. */
+export function memberIdOf(html: string): string {
+  const id = /name="member_id" value="([^"]+)"/.exec(html)?.[1];
+  if (id === undefined) throw new Error("the page has no member_id field");
+  return id;
+}

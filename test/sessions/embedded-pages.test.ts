@@ -7,7 +7,13 @@ import { openPglite } from "../../src/db/embedded.js";
 import { tasks } from "../../src/db/schema/index.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
-import { importOAuthWorkspaces, PASSWORD, registerClient } from "../oauth/oauth-fixtures.js";
+import {
+  addonReturnUrl,
+  importOAuthWorkspaces,
+  memberIdOf,
+  PASSWORD,
+  registerClient,
+} from "../oauth/oauth-fixtures.js";
 import { api } from "../support/api.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";
@@ -56,11 +62,11 @@ it("signs in, approves twice into one grant and redeems both codes on PGlite", a
     const approved = await session.post("/oauth/authorize", {
       ...params,
       _csrf,
+      member_id: memberIdOf(page.body),
       organization_id: organizationId,
       decision: "approve",
     });
-    expect(approved.statusCode).toBe(303);
-    const code = new URL(approved.headers.location as string).searchParams.get("code") as string;
+    const code = addonReturnUrl(approved).searchParams.get("code") as string;
     const token = await redeemCode(app, {
       code,
       redirectUri,
