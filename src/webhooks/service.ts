@@ -1,4 +1,4 @@
-import { and, asc, count, eq, sql } from "drizzle-orm";
+import { and, asc, count, eq, inArray, sql } from "drizzle-orm";
 import type { Config } from "../config.js";
 import { InvalidRequest, NotFound } from "../core/errors.js";
 import type { Db } from "../db/client.js";
@@ -363,12 +363,17 @@ export type UnsentDeliveries = { due: number; held: number };
 
 async function countUnsentDeliveries(tx: Db, webhookId: string): Promise<UnsentDeliveries> {
   const [row] = await tx
-    .select({
-      enabled: webhooks.enabled,
-      unsent: sql<number>`(select count(*) from webhook_deliveries d where d.webhook_id = ${webhooks.id} and d.status in ('pending', 'failed'))::int`,
-    })
+    .select({ enabled: webhooks.enabled, unsent: count(webhookDeliveries.id) })
     .from(webhooks)
-    .where(eq(webhooks.id, webhookId));
+    .leftJoin(
+      webhookDeliveries,
+      and(
+        eq(webhookDeliveries.webhookId, webhooks.id),
+        inArray(webhookDeliveries.status, ["pending", "failed"]),
+      ),
+    )
+    .where(eq(webhooks.id, webhookId))
+    .groupBy(webhooks.id);
   if (row === undefined) return { due: 0, held: 0 };
   return row.enabled ? { due: row.unsent, held: 0 } : { due: 0, held: row.unsent };
 }
