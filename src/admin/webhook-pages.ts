@@ -338,7 +338,7 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     request.log.info({ webhookId, dropped }, "webhook deleted");
     leaveNotice(
       request,
-      `Webhook deleted; ${deliveriesText(dropped.due)} due and ${deliveriesText(dropped.held)} held dropped.`,
+      `Webhook deleted; dropped ${deliveriesText(dropped.due)} that were due and ${deliveriesText(dropped.held)} held.`,
     );
     return reply.redirect(sectionPath(request, "webhooks"), 303);
   });
