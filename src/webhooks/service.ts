@@ -325,6 +325,13 @@ export async function updateWebhook(
   }
   const events = input.events === undefined ? undefined : parseEventTypes(input.events);
   await db.transaction(async (tx) => {
+    // Locked, so a delete meanwhile is refused here rather than failing the subscription insert.
+    const [locked] = await tx
+      .select({ id: webhooks.id })
+      .from(webhooks)
+      .where(eq(webhooks.id, input.id))
+      .for("update");
+    if (locked === undefined) throw new NotFound(`No webhook with id ${input.id}`);
     if (input.url !== undefined) {
       await tx.update(webhooks).set({ url: input.url.trim() }).where(eq(webhooks.id, input.id));
     }
