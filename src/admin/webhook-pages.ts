@@ -1,7 +1,8 @@
-import type { FastifyRequest } from "fastify";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { Config } from "../config.js";
+import { ApiError } from "../core/errors.js";
 import { id } from "../core/values.js";
 import { changeEventCatalogue } from "../modules/change-events/catalogue.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
@@ -18,11 +19,15 @@ import { enqueueAttempt, enqueueClaimedRetries, queuePing } from "../webhooks/en
 import { reviveExhaustedDeliveries, runRetryPass } from "../webhooks/retry-pass.js";
 import {
   createWebhook,
+  deleteWebhook,
   findDelivery,
   findWebhook,
   listWebhooks,
   registrationSettingsOf,
+  rotateWebhookSecret,
   setWebhookEnabled,
+  unsentDeliveriesOf,
+  updateWebhook,
 } from "../webhooks/service.js";
 import { describeWebhookUrlRule, webhookNetworkOf } from "../webhooks/url-policy.js";
 import {
@@ -47,6 +52,8 @@ type WebhookForm = { url: string; events: string[] };
 // The shape only: registering checks the URL and the event types with its own messages.
 const webhookFormBody = z.object({ url: formText, events: checkboxList });
 
+const refusedWebhookField = refusedFieldByPrefix({ "url:": "url", "events:": "events" });
+
 const webhookList = listPage<WebhookForm>(
   "webhooks",
   "Webhooks",
@@ -57,8 +64,43 @@ const webhookList = listPage<WebhookForm>(
     eventsLabel: webhookEventsLabel,
     urlRule: describeWebhookUrlRule(webhookNetworkOf(request.server.config)),
   }),
-  refusedFieldByPrefix({ "url:": "url", "events:": "events" }),
+  refusedWebhookField,
 );
+
+/** The edit form, filled from the webhook or from a refused submission, with its refusal. */
+async function renderEditForm(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  webhookId: string,
+  form: WebhookForm | null,
+  error: string | null = null,
+) {
+  const { organization } = adminContextOf(request);
+  const webhook = await findWebhook(request.server.db, webhookId, organization.id);
+  const subscribed = form ?? {
+    url: webhook.url,
+    events:
+      (await listWebhooks(request.server.db, organization.id)).find(
+        (candidate) => candidate.id === webhookId,
+      )?.events ?? [],
+  };
+  return renderAdminPage(
+    request,
+    reply,
+    "webhooks",
+    "admin/webhook-edit",
+    {
+      title: "Edit webhook",
+      webhookId,
+      form: subscribed,
+      eventChoices,
+      urlRule: describeWebhookUrlRule(webhookNetworkOf(request.server.config)),
+      error,
+      errorField: error === null ? null : refusedWebhookField(error),
+    },
+    error === null ? 200 : 400,
+  );
+}
 
 const LOG_PAGE_SIZE = 25;
 
@@ -225,6 +267,81 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
       return reply.redirect(webhookPath(request, webhookId), 303);
     });
   }
+
+  app.get("/:org/webhooks/:id/edit", { schema: webhookSchema }, async (request, reply) =>
+    renderEditForm(request, reply, request.params.id, null),
+  );
+
+  // Registration's rules: a new URL is checked against the SSRF policy again.
+  const editSchema = { params: recordParams, body: webhookFormBody };
+  app.post("/:org/webhooks/:id/edit", { schema: editSchema }, async (request, reply) => {
+    const { organization } = adminContextOf(request);
+    const webhookId = request.params.id;
+    const form: WebhookForm = { url: request.body.url.trim(), events: request.body.events };
+    try {
+      await updateWebhook(app.db, settings, {
+        id: webhookId,
+        organizationId: organization.id,
+        ...form,
+      });
+    } catch (error) {
+      if (error instanceof ApiError && error.statusCode === 400) {
+        return renderEditForm(request, reply, webhookId, form, error.message);
+      }
+      throw error;
+    }
+    request.log.info({ webhookId }, "webhook updated");
+    leaveNotice(request, "Webhook updated.");
+    return reply.redirect(webhookPath(request, webhookId), 303);
+  });
+
+  app.post(
+    "/:org/webhooks/:id/rotate-secret",
+    { schema: webhookSchema },
+    async (request, reply) => {
+      const { organization } = adminContextOf(request);
+      const webhook = await findWebhook(app.db, request.params.id, organization.id);
+      const rotated = await rotateWebhookSecret(app.db, settings.secretKey, {
+        id: webhook.id,
+        organizationId: organization.id,
+      });
+      request.log.info({ webhookId: webhook.id }, "webhook signing secret replaced");
+      return renderAdminPage(request, reply, "webhooks", "admin/webhook-created", {
+        title: "Signing secret replaced",
+        webhookId: webhook.id,
+        url: webhook.url,
+        secret: rotated.secret,
+        replaced: true,
+      });
+    },
+  );
+
+  // Deleting asks first, showing the unsent deliveries it would drop.
+  app.get("/:org/webhooks/:id/delete", { schema: webhookSchema }, async (request, reply) => {
+    const { organization } = adminContextOf(request);
+    const webhook = await findWebhook(app.db, request.params.id, organization.id);
+    const unsent = await unsentDeliveriesOf(app.db, {
+      id: webhook.id,
+      organizationId: organization.id,
+    });
+    return renderAdminPage(request, reply, "webhooks", "admin/webhook-delete", {
+      title: "Delete webhook",
+      webhook,
+      unsent,
+    });
+  });
+
+  app.post("/:org/webhooks/:id/delete", { schema: webhookSchema }, async (request, reply) => {
+    const { organization } = adminContextOf(request);
+    const webhookId = request.params.id;
+    const dropped = await deleteWebhook(app.db, { id: webhookId, organizationId: organization.id });
+    request.log.info({ webhookId, dropped }, "webhook deleted");
+    leaveNotice(
+      request,
+      `Webhook deleted; dropped ${deliveriesText(dropped.due)} that were due and ${deliveriesText(dropped.held)} held.`,
+    );
+    return reply.redirect(sectionPath(request, "webhooks"), 303);
+  });
 
   // The same pass as the daily one and `svc webhook retry-failed`, for this organisation only.
   const retrySchema = { params: organizationParams };

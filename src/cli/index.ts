@@ -29,6 +29,9 @@ const USAGE = `Usage: svc <command>
   component publish --org SLUG --project SLUG --component SLUG --version V --lifecycle-stage S --health ok|stale|under-rated|blocked [--json]
   webhook create --org SLUG --url URL --events TYPE,TYPE,...|all [--json]
   webhook list --org SLUG [--json]
+  webhook update --id ID [--url URL] [--events TYPE,TYPE,...|all] [--json]
+  webhook rotate-secret --id ID [--json]   new signing secret, shown once
+  webhook delete --id ID [--json]          drops its due and held deliveries
   webhook enable|disable --id ID [--json]
   webhook deliveries --id ID [--json]
   webhook redeliver --delivery ID [--json]

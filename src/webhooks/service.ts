@@ -1,4 +1,4 @@
-import { and, asc, count, eq, sql } from "drizzle-orm";
+import { and, asc, count, eq, inArray, sql } from "drizzle-orm";
 import type { Config } from "../config.js";
 import { InvalidRequest, NotFound } from "../core/errors.js";
 import type { Db } from "../db/client.js";
@@ -301,5 +301,116 @@ export async function createPingDelivery(
       .returning({ id: webhookDeliveries.id });
     assertRowReturned(delivery, "delivery insert");
     return { deliveryId: delivery.id };
+  });
+}
+
+export type WebhookChanges = { url?: string; events?: readonly string[] };
+
+/**
+ * Changes the URL and/or the events with registration's rules: a new URL passes the SSRF policy
+ * again. The subscriptions are replaced in one transaction, so the relay sees the old or the new.
+ */
+export async function updateWebhook(
+  db: Db,
+  settings: WebhookNetwork,
+  input: { id: string; organizationId?: string } & WebhookChanges,
+): Promise<void> {
+  if (input.url === undefined && input.events === undefined) {
+    throw new InvalidRequest("Give a new url, new events, or both");
+  }
+  await findWebhook(db, input.id, input.organizationId);
+  if (input.url !== undefined) {
+    const checked = await checkWebhookUrl(input.url, settings);
+    if (!checked.ok) throw new InvalidRequest(`url: ${checked.reason}`);
+  }
+  const events = input.events === undefined ? undefined : parseEventTypes(input.events);
+  await db.transaction(async (tx) => {
+    // Locked, so a delete meanwhile is refused here rather than failing the subscription insert.
+    const [locked] = await tx
+      .select({ id: webhooks.id })
+      .from(webhooks)
+      .where(eq(webhooks.id, input.id))
+      .for("update");
+    if (locked === undefined) throw new NotFound(`No webhook with id ${input.id}`);
+    if (input.url !== undefined) {
+      await tx.update(webhooks).set({ url: input.url.trim() }).where(eq(webhooks.id, input.id));
+    }
+    if (events !== undefined) {
+      await tx.delete(webhookSubscriptions).where(eq(webhookSubscriptions.webhookId, input.id));
+      await tx
+        .insert(webhookSubscriptions)
+        .values(
+          events.map((eventType, position) => ({ webhookId: input.id, eventType, position })),
+        );
+    }
+  });
+}
+
+/**
+ * Replaces the signing secret; the new one is returned this once. Attempts read the ciphertext
+ * with their delivery and the pipeline caches secrets by ciphertext, so the next attempt signs
+ * with the new secret.
+ */
+export async function rotateWebhookSecret(
+  db: Db,
+  secretKey: string,
+  input: { id: string; organizationId?: string },
+): Promise<{ id: string; secret: string }> {
+  await findWebhook(db, input.id, input.organizationId);
+  const secret = generateSigningSecret();
+  await db
+    .update(webhooks)
+    .set({ secretCiphertext: encryptSecret(secretKey, secret) })
+    .where(eq(webhooks.id, input.id));
+  return { id: input.id, secret };
+}
+
+/** Deliveries still to be sent: due while the webhook is enabled, held while it is disabled. */
+export type UnsentDeliveries = { due: number; held: number };
+
+async function countUnsentDeliveries(tx: Db, webhookId: string): Promise<UnsentDeliveries> {
+  const [row] = await tx
+    .select({ enabled: webhooks.enabled, unsent: count(webhookDeliveries.id) })
+    .from(webhooks)
+    .leftJoin(
+      webhookDeliveries,
+      and(
+        eq(webhookDeliveries.webhookId, webhooks.id),
+        inArray(webhookDeliveries.status, ["pending", "failed"]),
+      ),
+    )
+    .where(eq(webhooks.id, webhookId))
+    .groupBy(webhooks.id);
+  if (row === undefined) return { due: 0, held: 0 };
+  return row.enabled ? { due: row.unsent, held: 0 } : { due: 0, held: row.unsent };
+}
+
+/** What deleting the webhook would drop: the admin area asks for confirmation showing it. */
+export async function unsentDeliveriesOf(
+  db: Db,
+  input: { id: string; organizationId?: string },
+): Promise<UnsentDeliveries> {
+  await findWebhook(db, input.id, input.organizationId);
+  return countUnsentDeliveries(db, input.id);
+}
+
+/**
+ * Deletes the webhook with its subscriptions and deliveries (the foreign keys cascade); returns
+ * the unsent deliveries that were dropped. The row lock makes the count match what is deleted.
+ */
+export async function deleteWebhook(
+  db: Db,
+  input: { id: string; organizationId?: string },
+): Promise<UnsentDeliveries> {
+  await findWebhook(db, input.id, input.organizationId);
+  return db.transaction(async (tx) => {
+    await tx
+      .select({ id: webhooks.id })
+      .from(webhooks)
+      .where(eq(webhooks.id, input.id))
+      .for("update");
+    const dropped = await countUnsentDeliveries(tx, input.id);
+    await tx.delete(webhooks).where(eq(webhooks.id, input.id));
+    return dropped;
   });
 }

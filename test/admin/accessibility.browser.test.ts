@@ -91,6 +91,8 @@ beforeAll(async () => {
     { name: "connections", path: `${base}/connections` },
     { name: "webhooks", path: `${base}/webhooks` },
     { name: "webhook", path: `${base}/webhooks/${webhook.id}` },
+    { name: "webhook-edit", path: `${base}/webhooks/${webhook.id}/edit` },
+    { name: "webhook-delete", path: `${base}/webhooks/${webhook.id}/delete` },
     { name: "consent", path: `/oauth/authorize?${authorize.toString()}` },
   ];
 });

@@ -81,6 +81,11 @@ const UNDOCUMENTED: Record<string, Guard> = {
   "POST /admin/:org/webhooks/:id/disable": "admin",
   "POST /admin/:org/webhooks/:id/ping": "admin",
   "POST /admin/:org/webhooks/:id/retry-exhausted": "admin",
+  "GET /admin/:org/webhooks/:id/edit": "admin",
+  "POST /admin/:org/webhooks/:id/edit": "admin",
+  "POST /admin/:org/webhooks/:id/rotate-secret": "admin",
+  "GET /admin/:org/webhooks/:id/delete": "admin",
+  "POST /admin/:org/webhooks/:id/delete": "admin",
   "POST /admin/:org/webhooks/:id/deliveries/:deliveryId/redeliver": "admin",
 };
 

@@ -14,13 +14,17 @@ import {
 } from "../../webhooks/retry-pass.js";
 import {
   createWebhook,
+  deleteWebhook,
   findDelivery,
   findWebhook,
   listDeliveries,
   listWebhooks,
   registrationSettingsOf,
+  rotateWebhookSecret,
   setWebhookEnabled,
+  updateWebhook,
 } from "../../webhooks/service.js";
+import { webhookNetworkOf } from "../../webhooks/url-policy.js";
 import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
 import { CliError, UsageError } from "../cli-error.js";
 import { requireOrganizationId, withDatabase } from "../context.js";
@@ -46,6 +50,11 @@ function describeAttempt(report: AttemptReport): string {
   return `${report.deliveryId}: ${result}; now ${report.status}`;
 }
 
+/** `--events a,b` or `--events all`, as registration takes them. */
+function eventList(option: string): string[] {
+  return option.split(",").map((type) => type.trim());
+}
+
 async function create(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, {
     org: { type: "string" },
@@ -55,9 +64,7 @@ async function create(args: string[]): Promise<void> {
   });
   const orgSlug = requireOption(values.org, "org");
   const url = requireOption(values.url, "url");
-  const events = requireOption(values.events, "events")
-    .split(",")
-    .map((type) => type.trim());
+  const events = eventList(requireOption(values.events, "events"));
   const created = await withDatabase(async (db, config) =>
     createWebhook(db, registrationSettingsOf(config), {
       organizationId: await requireOrganizationId(db, orgSlug),
@@ -95,6 +102,47 @@ async function list(args: string[]): Promise<void> {
       `${webhook.id}  ${webhook.url}  ${state}  ${webhook.exhaustedDeliveries} exhausted  ${webhook.events.join(",")}`,
     );
   }
+}
+
+async function update(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, {
+    id: { type: "string" },
+    url: { type: "string" },
+    events: { type: "string" },
+    json: { type: "boolean" },
+  });
+  const id = requireIdOption(values.id, "id", "a webhook");
+  if (values.url === undefined && values.events === undefined) {
+    throw new UsageError("webhook update needs --url, --events or both");
+  }
+  const events = values.events === undefined ? undefined : eventList(values.events);
+  await withDatabase((db, config) =>
+    updateWebhook(db, webhookNetworkOf(config), { id, url: values.url, events }),
+  );
+  if (values.json) return printJson({ id });
+  printLine(`Webhook ${id} updated.`);
+}
+
+async function rotateSecret(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { id: { type: "string" }, json: { type: "boolean" } });
+  const id = requireIdOption(values.id, "id", "a webhook");
+  const rotated = await withDatabase((db, config) =>
+    rotateWebhookSecret(db, config.secretKey, { id }),
+  );
+  if (values.json) return printJson(rotated);
+  printLine(
+    `Webhook ${id}: new signing secret (shown once; every attempt from now on is signed with it): ${rotated.secret}`,
+  );
+}
+
+async function remove(args: string[]): Promise<void> {
+  const { values } = parseCommandArgs(args, { id: { type: "string" }, json: { type: "boolean" } });
+  const id = requireIdOption(values.id, "id", "a webhook");
+  const dropped = await withDatabase((db) => deleteWebhook(db, { id }));
+  if (values.json) return printJson({ id, droppedDeliveries: dropped });
+  printLine(
+    `Webhook ${id} deleted; dropped ${dropped.due} due and ${dropped.held} held deliveries.`,
+  );
 }
 
 async function toggle(args: string[], enabled: boolean): Promise<void> {
@@ -226,6 +274,12 @@ export async function webhookCommand(args: string[]): Promise<void> {
       return create(rest);
     case "list":
       return list(rest);
+    case "update":
+      return update(rest);
+    case "rotate-secret":
+      return rotateSecret(rest);
+    case "delete":
+      return remove(rest);
     case "enable":
       return toggle(rest, true);
     case "disable":
@@ -238,7 +292,7 @@ export async function webhookCommand(args: string[]): Promise<void> {
       return retryFailed(rest);
     default:
       throw new UsageError(
-        "webhook needs create, list, enable, disable, deliveries, redeliver or retry-failed",
+        "webhook needs create, list, update, rotate-secret, delete, enable, disable, deliveries, redeliver or retry-failed",
       );
   }
 }
