@@ -156,10 +156,9 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
     reply: FastifyReply,
   ) {
     if (!isCsrfFailure(error)) return answerWithErrorPage(error, request, reply);
+    // Without a request to review again, it is any other form refused for its CSRF token.
     const check = await checkAuthorizationRequest(app.db, request.body);
-    if (check.outcome !== "valid") {
-      return renderInvalidRequest(request, reply, "The form was incomplete or has expired.");
-    }
+    if (check.outcome !== "valid") return answerWithErrorPage(error, request, reply);
     return renderStaleForm(request, reply, check.request);
   }
 
