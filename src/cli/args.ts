@@ -1,6 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import type { z } from "zod";
 import { parseDuration } from "../config.js";
+import { describeIssue } from "../core/input.js";
 import { id } from "../core/values.js";
 import { UsageError } from "./cli-error.js";
 
@@ -58,9 +59,7 @@ function refusalOf(
 ) {
   const reasons = error.issues.map((issue) => {
     const flag = flagOf(issue.path[0]);
-    return flag === undefined
-      ? `${issue.path.join(".") || "input"}: ${issue.message}`
-      : `--${flag} ${issue.message}`;
+    return flag === undefined ? describeIssue(issue) : `--${flag} ${issue.message}`;
   });
   return new UsageError(reasons.join("; "));
 }

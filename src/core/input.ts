@@ -5,8 +5,10 @@ import { InvalidRequest } from "./errors.js";
 export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
   const result = schema.safeParse(input);
   if (result.success) return result.data;
-  const reasons = result.error.issues.map(
-    (issue) => `${issue.path.join(".") || "input"}: ${issue.message}`,
-  );
-  throw new InvalidRequest(reasons.join("; "));
+  throw new InvalidRequest(result.error.issues.map(describeIssue).join("; "));
+}
+
+/** One refusal of a schema, naming the field it concerns. */
+export function describeIssue(issue: z.core.$ZodIssue): string {
+  return `${issue.path.join(".") || "input"}: ${issue.message}`;
 }
