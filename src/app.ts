@@ -177,7 +177,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.decorate("principals", principals);
   app.decorate("queue", withEnqueueDeadline(deps.queue, deps.config.queueCommandTimeoutMs));
   app.decorate("config", deps.config);
-  const markdown = new MarkdownPool(deps.config.richText);
+  const markdown = new MarkdownPool(deps.config.richText, deps.logger);
   app.addHook("onClose", () => markdown.close());
   app.decorate("markdown", markdown);
   app.setValidatorCompiler(validatorCompiler);

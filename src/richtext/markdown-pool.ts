@@ -1,6 +1,7 @@
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { MessageChannel } from "node:worker_threads";
+import type { Logger } from "pino";
 import { Piscina } from "piscina";
 import type { ConversionResult, ConversionTask } from "./markdown-worker.js";
 
@@ -34,7 +35,10 @@ const workerExecArgv = extension === ".ts" ? [...process.execArgv, "--import", "
 export class MarkdownPool {
   private readonly piscina: Piscina<ConversionTask, ConversionResult>;
 
-  constructor(private readonly options: MarkdownPoolOptions) {
+  constructor(
+    private readonly options: MarkdownPoolOptions,
+    logger: Pick<Logger, "warn">,
+  ) {
     this.piscina = new Piscina({
       filename: workerFile,
       execArgv: workerExecArgv,
@@ -46,6 +50,11 @@ export class MarkdownPool {
       niceIncrement: 10,
       resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB },
     });
+    // A thread that dies holding no task (out of memory just as its aborted task was let go)
+    // is reported here by Piscina; unheard, that event would end the process.
+    this.piscina.on("error", (err) =>
+      logger.warn({ err }, "markdown thread stopped between tasks"),
+    );
   }
 
   get maxBytes(): number {
