@@ -1,19 +1,18 @@
-import { existsSync } from "node:fs";
-import { readFile, rm } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
-import {
-  renderClientTypes,
-  TYPES_FILE,
-  TYPES_PUBLIC_URL,
-} from "../../src/client-types/render-types.js";
 import {
   ApiError,
   type components,
   createWorkspaceClient,
   type WorkspaceClientOptions,
 } from "../../packages/client/src/index.js";
+import {
+  renderClientTypes,
+  TYPES_FILE,
+  TYPES_PUBLIC_URL,
+} from "../../src/client-types/render-types.js";
 import { idempotencyKeys, tasks } from "../../src/db/schema/index.js";
 import { createTestApp } from "../support/app.js";
 import { type ServedApp, serveTestApp } from "../support/browser.js";
