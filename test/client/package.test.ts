@@ -94,6 +94,7 @@ describe("the client package", () => {
   beforeAll(async () => {
     addon = await mkdtemp(path.join(tmpdir(), "client-package-"));
     const installed = (async () => {
+      // No prepack build: it would rewrite dist/ while other files load it.
       const { stdout } = await npm(
         ["pack", "--ignore-scripts", "--json", "--pack-destination", addon],
         CLIENT_PACKAGE,
