@@ -7,19 +7,19 @@
  *   part imports only parts after it, so no two parts can depend on each other.
  * And no file may take part in an import cycle.
  *
- * The client (src/client/, published as `workspace-service/client`) runs in addons, without the
+ * The client package (packages/client/, `@workspace-service/client`) runs in addons, without the
  * server: its files import only one another and openapi-fetch. Its type generator
- * (src/client/generator/) builds the app to read the OpenAPI document, so it is an entry point.
+ * (src/client-types/) builds the app to read the OpenAPI document, so it is an entry point.
  */
 
 const ROUTES = "^src/(modules/routes\\.ts$|modules/[^/]+/routes\\.ts$|webhooks/routes\\.ts$)";
 
-/** The client's own files; its generator, in a folder below, is not part of it. */
-const CLIENT = "^src/client/[^/]+$";
+/** The client package's sources. */
+const CLIENT = "^packages/client/src/";
 
 /** Top to bottom. */
 const layers = [
-  { name: "entry", path: "^src/(client/generator/|cli/|server\\.ts$|worker\\.ts$|runtime\\.ts$)" },
+  { name: "entry", path: "^src/(client-types/|cli/|server\\.ts$|worker\\.ts$|runtime\\.ts$)" },
   { name: "face", path: `^src/(app\\.ts$|admin/|oauth/|sessions/)|${ROUTES}` },
   { name: "http", path: "^src/http/" },
   { name: "domain", path: "^src/(modules/|webhooks/|import/|demo/)", pathNot: ROUTES },
@@ -29,7 +29,7 @@ const layers = [
 
 /** The parts of src/, each importing only the parts after it. */
 const partNames = [
-  "client/",
+  "client-types/",
   "cli/",
   "server\\.ts$",
   "worker\\.ts$",
@@ -94,7 +94,7 @@ module.exports = {
         "The published client imports only its own files and openapi-fetch, never the server.",
       severity: "error",
       from: { path: CLIENT },
-      to: { pathNot: `(${CLIENT})|^node_modules/openapi-fetch/` },
+      to: { pathNot: `(${CLIENT})|(^|/)node_modules/openapi-fetch/` },
     },
     ...layerRules,
     ...partRules,

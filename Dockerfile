@@ -1,14 +1,17 @@
 # Build stage: compile TypeScript with the full dependency tree (npm ci runs the `prepare`
-# build, so the sources must be there first).
+# build, so the sources must be there first). npm ci also links the client package, an npm
+# workspace, and the build builds it, so its manifest and sources come first too.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 RUN apt-get update && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY packages/client/package.json packages/client/tsconfig.json ./packages/client/
+COPY packages/client/src ./packages/client/src
 COPY src ./src
 # The build bundles the CLI (scripts/bundle.ts) and prepares the embedded template from the
 # migrations.
-COPY scripts/bundle.ts ./scripts/bundle.ts
+COPY scripts/bundle.ts scripts/bundle-options.ts ./scripts/
 COPY migrations ./migrations
 RUN npm ci --engine-strict --no-audit --no-fund && npm prune --omit=dev
 

@@ -4,7 +4,7 @@
  */
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { ApiError, createWorkspaceClient } from "workspace-service/client";
+import { ApiError, createWorkspaceClient } from "@workspace-service/client";
 import { type ChangeEvent, startAddonServer } from "./addon-server.js";
 import { AdminSession } from "./admin-forms.js";
 import {

@@ -1,25 +1,23 @@
-import { existsSync } from "node:fs";
-import { readFile, rm } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from "vitest";
-import {
-  renderClientTypes,
-  TYPES_FILE,
-  TYPES_PUBLIC_URL,
-} from "../../src/client/generator/render-types.js";
 import {
   ApiError,
   type components,
   createWorkspaceClient,
   type WorkspaceClientOptions,
-} from "../../src/client/index.js";
+} from "../../packages/client/src/index.js";
+import {
+  renderClientTypes,
+  TYPES_FILE,
+  TYPES_PUBLIC_URL,
+} from "../../src/client-types/render-types.js";
 import { idempotencyKeys, tasks } from "../../src/db/schema/index.js";
 import { createTestApp } from "../support/app.js";
 import { type ServedApp, serveTestApp } from "../support/browser.js";
 import { ROOT } from "../support/cli.js";
 import { importOrganization, mintToken, project, type Workspace } from "../support/fixtures.js";
-import { addonWithClientOnly, runInAddon } from "./addon-package.js";
 import { observedFetch } from "./observed-fetch.js";
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -255,42 +253,5 @@ describe("the committed client types", () => {
     } finally {
       await app.close();
     }
-  });
-});
-
-describe("the package's client export", () => {
-  let served: ServedApp;
-  let addon: string;
-
-  beforeAll(async () => {
-    served = await serveTestApp();
-    addon = await addonWithClientOnly();
-  });
-  afterAll(async () => {
-    await served.close();
-    await rm(addon, { recursive: true, force: true });
-  });
-
-  it("points at files the build emits", async () => {
-    const manifest = JSON.parse(await readFile(path.join(ROOT, "package.json"), "utf8"));
-    const entry = manifest.exports["./client"];
-    expect(Object.keys(entry)).toEqual(["types", "default"]);
-    for (const file of Object.values<string>(entry)) {
-      expect(existsSync(path.join(ROOT, file)), file).toBe(true);
-    }
-  });
-
-  it("works in an addon as workspace-service/client, with openapi-fetch alone beside it", async () => {
-    const acme = await importOrganization(served.db, "acme");
-    const token = await mintToken(served.db, acme);
-    const output = await runInAddon(
-      addon,
-      `import { ApiError, createWorkspaceClient } from "workspace-service/client";
-      const client = createWorkspaceClient({ baseUrl: ${JSON.stringify(`${served.url}/api/v1`)}, token: ${JSON.stringify(token)} });
-      const me = await client.get("/me");
-      const failure = await client.get("/projects/{slug}", { params: { path: { slug: "nowhere" } } }).catch((error) => error);
-      console.log(JSON.stringify([me.organization.slug, failure instanceof ApiError, failure.error]));`,
-    );
-    expect(JSON.parse(output)).toEqual(["acme", true, "not_found"]);
   });
 });

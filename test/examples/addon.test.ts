@@ -170,7 +170,7 @@ describe("the sample addon", () => {
 });
 
 describe("the sample addon's code", () => {
-  it("typechecks against the declarations of workspace-service/client and verify-webhook", async () => {
+  it("typechecks against the declarations of @workspace-service/client and verify-webhook", async () => {
     // `npm run typecheck` covers src and test; the example has a tsconfig of its own.
     const typescript = path.join(ROOT, "node_modules", "typescript", "bin", "tsc");
     const errors = await promisify(execFile)(

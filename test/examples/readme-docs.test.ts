@@ -69,10 +69,16 @@ beforeAll(async () => {
   admin = { baseUrl: service.url, email: service.adminEmail, password: service.adminPassword };
   page = await (await browser.newContext()).newPage();
   // The reader's checkout, where `workspace-service/...` resolves to the package itself: here a
-  // directory of its own with the package linked in, as `npm install <path>` would.
+  // directory of its own with the package and the client package linked in, as
+  // `npm install <path>` would.
   workDir = await mkdtemp(path.join(tmpdir(), "svc-readme-"));
-  await mkdir(path.join(workDir, "node_modules"));
+  await mkdir(path.join(workDir, "node_modules", "@workspace-service"), { recursive: true });
   await symlink(ROOT, path.join(workDir, "node_modules", "workspace-service"), "dir");
+  await symlink(
+    path.join(ROOT, "packages", "client"),
+    path.join(workDir, "node_modules", "@workspace-service", "client"),
+    "dir",
+  );
   // The package's `bin`, as `npm install` (or `npm link` in a checkout) puts it on the PATH.
   binDir = path.join(workDir, "node_modules", ".bin");
   await mkdir(binDir);

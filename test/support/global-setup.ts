@@ -2,6 +2,7 @@ import { Redis } from "ioredis";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { bundleCliForTests } from "./cli-bundle.js";
+import { buildClientPackageIfStale } from "./client-package.js";
 import { TEST_DATABASE_URL, TEST_REDIS_URL } from "./env.js";
 import { createMigratedTemplate } from "./template-database.js";
 
@@ -48,12 +49,16 @@ async function checkRedis(): Promise<void> {
 
 /**
  * Stops the whole suite at once, with directions, when a real server is missing; then migrates
- * the template every test file's database is copied from and bundles the CLI the tests start,
- * and removes both after the run.
+ * the template every test file's database is copied from, bundles the CLI the tests start and
+ * builds the client package if its sources changed, and removes the first two after the run.
  */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   await Promise.all([checkPostgres(), checkRedis()]);
-  const [template, cli] = await Promise.all([createMigratedTemplate(), bundleCliForTests()]);
+  const [template, cli] = await Promise.all([
+    createMigratedTemplate(),
+    bundleCliForTests(),
+    buildClientPackageIfStale(),
+  ]);
   project.provide("templateDatabase", template.name);
   project.provide("cliBundle", cli.entry);
   return async () => {

@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { pino } from "pino";
-import { buildApp } from "../../app.js";
-import { loadConfig } from "../../config.js";
-import { openRuntime } from "../../runtime.js";
+import { buildApp } from "../app.js";
+import { loadConfig } from "../config.js";
+import { openRuntime } from "../runtime.js";
 import { renderClientTypes, TYPES_FILE, TYPES_PUBLIC_URL } from "./render-types.js";
 
 /**
@@ -45,7 +45,7 @@ async function servedDocument(): Promise<unknown> {
   }
 }
 
-const root = fileURLToPath(new URL("../../..", import.meta.url));
+const root = fileURLToPath(new URL("../..", import.meta.url));
 const target = path.join(root, TYPES_FILE);
 await writeFile(target, await renderClientTypes(await servedDocument()));
 console.log(`wrote ${TYPES_FILE}`);
