@@ -126,6 +126,12 @@ type LastDelivery = {
   error: string | null;
 };
 
+/** What the receiver answered the newest delivery's last attempt, in a few words. */
+export function lastAnswerText(delivery: LastDelivery): string {
+  if (delivery.statusCode !== null) return `HTTP ${delivery.statusCode}`;
+  return delivery.error ?? "not attempted yet";
+}
+
 /** Deliveries recorded in the last 24 hours, by their state now (as the webhook page counts). */
 type LastDayCounts = {
   delivered: number;
