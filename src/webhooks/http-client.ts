@@ -21,7 +21,7 @@ interface WebhookPostOptions extends WebhookNetwork {
 }
 
 /** How an attempt ended, in a word: what logs (and counters) group attempts by. */
-export type DeliveryOutcomeKind =
+type DeliveryOutcomeKind =
   | "delivered"
   | "failed_status"
   | "timeout"
