@@ -22,6 +22,7 @@ import {
   deleteWebhook,
   findDelivery,
   findWebhook,
+  lastAnswerText,
   listWebhooks,
   registrationSettingsOf,
   rotateWebhookSecret,
@@ -60,6 +61,8 @@ const webhookList = listPage<WebhookForm>(
   { url: "", events: [] },
   async (request, organizationId) => ({
     webhooks: await listWebhooks(request.server.db, organizationId),
+    lastAnswerText,
+    formatRate,
     eventChoices,
     eventsLabel: webhookEventsLabel,
     urlRule: describeWebhookUrlRule(webhookNetworkOf(request.server.config)),

@@ -1,5 +1,5 @@
 import { sql } from "drizzle-orm";
-import type { Db } from "../db/client.js";
+import { type Db, rowsOf } from "../db/client.js";
 
 /** One attempt's outcome and the delivery state it leads to. */
 export type AttemptRecord = {
@@ -20,12 +20,17 @@ export type AttemptRecord = {
 /**
  * Writes many attempts, their deliveries' new states and their webhooks' failure streaks in one
  * statement. A webhook row is written only when its streak starts, ends or disables it, so
- * concurrent deliveries to one webhook do not queue on its row lock.
+ * concurrent deliveries to one webhook do not queue on its row lock. Returns the webhooks this
+ * statement disabled, with the reason recorded.
  */
-export async function writeAttempts(db: Db, autoDisableDays: number, records: AttemptRecord[]) {
+export async function writeAttempts(
+  db: Db,
+  autoDisableDays: number,
+  records: AttemptRecord[],
+): Promise<{ webhookId: string; reason: string }[]> {
   const disableBefore = new Date(Date.now() - autoDisableDays * 86_400_000).toISOString();
   const reason = `disabled automatically: every delivery failed for ${autoDisableDays} days`;
-  await db.execute(sql`
+  const written = await db.execute(sql`
     with input as (
       select * from json_to_recordset(${JSON.stringify(records)}::json) as i(
         "deliveryId" uuid, "webhookId" uuid, "attemptedAt" timestamptz, "durationMs" int,
@@ -66,5 +71,11 @@ export async function writeAttempts(db: Db, autoDisableDays: number, records: At
     where w.id = s.webhook_id
       and case when s.last_ok then w.failing_since is not null
         else w.failing_since is null
-          or (w.enabled and w.failing_since <= ${disableBefore}::timestamptz) end`);
+          or (w.enabled and w.failing_since <= ${disableBefore}::timestamptz) end
+    returning w.id as "webhookId", w.disabled_reason as reason,
+      -- A streak that only starts here is younger than the period, so this is the disabling.
+      not s.last_ok and w.failing_since <= ${disableBefore}::timestamptz as disabled`);
+  return rowsOf<{ webhookId: string; reason: string; disabled: boolean }>(written)
+    .filter((row) => row.disabled)
+    .map(({ webhookId, reason }) => ({ webhookId, reason }));
 }

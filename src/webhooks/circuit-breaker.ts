@@ -61,7 +61,7 @@ export function createCircuitBreakers(options: {
     timers.add(timer);
   };
 
-  const open = async (webhookId: string, failures: number) => {
+  const open = async (webhookId: string, failures: number, reason: string) => {
     // Only a closed breaker opens here: another worker may have opened it already.
     const opened = await db.execute(sql`
       update webhooks set
@@ -72,7 +72,7 @@ export function createCircuitBreakers(options: {
       returning id`);
     options.onOpen(webhookId);
     if (rowsOf(opened).length === 0) return;
-    logger.warn({ webhookId, failures, cooldownSeconds }, "webhook breaker opened");
+    logger.warn({ webhookId, failures, cooldownSeconds, reason }, "webhook breaker opened");
     probeLater(cooldownSeconds * 1000);
   };
 
@@ -147,13 +147,16 @@ export function createCircuitBreakers(options: {
         return;
       }
       const failures = state.outcomes.filter((outcome) => !outcome.ok).length;
-      const tripped =
-        state.consecutiveFailures >= CONSECUTIVE_FAILURES ||
-        (state.outcomes.length >= MIN_ATTEMPTS &&
-          failures / state.outcomes.length >= FAILURE_RATIO);
-      if (!tripped) return;
+      const reason =
+        state.consecutiveFailures >= CONSECUTIVE_FAILURES
+          ? `${state.consecutiveFailures} failed attempts in a row`
+          : state.outcomes.length >= MIN_ATTEMPTS &&
+              failures / state.outcomes.length >= FAILURE_RATIO
+            ? `${failures} of ${state.outcomes.length} attempts failed within ${windowSeconds} s`
+            : null;
+      if (reason === null) return;
       recent.delete(webhookId);
-      await open(webhookId, Math.max(failures, state.consecutiveFailures));
+      await open(webhookId, Math.max(failures, state.consecutiveFailures), reason);
     },
     probeDue,
     async close() {

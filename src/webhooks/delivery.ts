@@ -14,7 +14,7 @@ import { webhookNetworkOf } from "./url-policy.js";
 import { computeSignature } from "./verify.js";
 
 /** What the webhook code logs with: a pino logger or a request's child of it. */
-export type WebhookLog = Pick<Logger, "info" | "warn" | "error">;
+export type WebhookLog = Pick<Logger, "debug" | "info" | "warn" | "error">;
 
 export type DeliveryDeps = { db: Db; config: Config; logger: WebhookLog };
 
@@ -222,7 +222,10 @@ export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): De
   const claimDelivery = grouped((ids: string[]) => claimDueDeliveries(db, ids, claimLeaseMs), byId);
   const recordAttempt = grouped<AttemptRecord, void>(
     async (records) => {
-      await writeAttempts(db, config.webhooks.autoDisableDays, records);
+      const disabled = await writeAttempts(db, config.webhooks.autoDisableDays, records);
+      for (const webhook of disabled) {
+        logger.warn(webhook, "webhook disabled automatically");
+      }
       return records.map(() => undefined);
     },
     (record) => record.deliveryId,
@@ -278,16 +281,20 @@ export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): De
         status: next.status,
         nextAttemptAt: next.nextAttemptAt,
       });
-      logger.info(
-        {
-          deliveryId,
-          trigger,
-          statusCode: outcome.statusCode,
-          error: outcome.error,
-          status: next.status,
-        },
-        "webhook delivery attempted",
-      );
+      const attempted = {
+        webhookId: loaded.delivery.webhookId,
+        deliveryId,
+        trigger,
+        outcome: outcome.kind,
+        statusCode: outcome.statusCode,
+        error: outcome.error,
+        status: next.status,
+      };
+      // Failures are what an alert on warnings must see; successes are in the delivery log.
+      if (next.status === "exhausted" && loaded.delivery.status !== "exhausted") {
+        logger.error(attempted, "webhook delivery exhausted: no retries left");
+      } else if (!outcome.ok) logger.warn(attempted, "webhook delivery attempt failed");
+      else logger.debug(attempted, "webhook delivery attempted");
       return {
         deliveryId,
         outcome,

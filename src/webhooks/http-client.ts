@@ -20,8 +20,17 @@ interface WebhookPostOptions extends WebhookNetwork {
   timeoutMs?: number;
 }
 
+/** How an attempt ended, in a word: what logs (and counters) group attempts by. */
+type DeliveryOutcomeKind =
+  | "delivered"
+  | "failed_status"
+  | "timeout"
+  | "refused_address"
+  | "network_error";
+
 export interface DeliveryOutcome {
   ok: boolean;
+  kind: DeliveryOutcomeKind;
   statusCode: number | null;
   error: string | null;
   durationMs: number;
@@ -167,8 +176,9 @@ async function postWith(
   const received: Buffer[] = [];
   let receivedBytes = 0;
 
-  const outcome = (error: string | null): DeliveryOutcome => ({
+  const outcome = (kind: DeliveryOutcomeKind, error: string | null): DeliveryOutcome => ({
     ok: error === null,
+    kind,
     statusCode,
     error,
     durationMs: Math.round(performance.now() - startedAt),
@@ -199,15 +209,16 @@ async function postWith(
   } catch (error) {
     // Our own signal is the only thing that aborts, so its state says "timed out" without
     // inspecting which error class undici surfaced it as.
-    if (signal.aborted) return outcome(`timed out after ${describeTimeout(timeoutMs)}`);
-    return outcome(describeError(error));
+    if (signal.aborted) return outcome("timeout", `timed out after ${describeTimeout(timeoutMs)}`);
+    const kind = error instanceof ForbiddenAddressError ? "refused_address" : "network_error";
+    return outcome(kind, describeError(error));
   }
 
-  if (statusCode >= 200 && statusCode < 300) return outcome(null);
+  if (statusCode >= 200 && statusCode < 300) return outcome("delivered", null);
   if (statusCode >= 300 && statusCode < 400) {
-    return outcome(`HTTP ${statusCode} (redirects are not followed)`);
+    return outcome("failed_status", `HTTP ${statusCode} (redirects are not followed)`);
   }
-  return outcome(`HTTP ${statusCode}`);
+  return outcome("failed_status", `HTTP ${statusCode}`);
 }
 
 export type WebhookHttpClient = {

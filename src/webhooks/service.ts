@@ -1,4 +1,4 @@
-import { and, asc, count, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, count, desc, eq, gte, inArray, ne, type SQL, sql } from "drizzle-orm";
 import type { Config } from "../config.js";
 import { InvalidRequest, NotFound } from "../core/errors.js";
 import type { Db } from "../db/client.js";
@@ -6,6 +6,7 @@ import { assertRowReturned } from "../db/returned-row.js";
 import {
   changeEvents,
   organizations,
+  webhookAttempts,
   webhookDeliveries,
   webhookSubscriptions,
   webhooks,
@@ -15,7 +16,7 @@ import {
   catalogueEntry,
   changeEventCatalogue,
 } from "../modules/change-events/catalogue.js";
-import { deliveryLogPage } from "./delivery-log.js";
+import { type DeliveryStatus, deliveryLogPage } from "./delivery-log.js";
 import { DELIVERIES_RELEASED } from "./relay.js";
 import { encryptSecret, generateSigningSecret } from "./secret-box.js";
 import { checkWebhookUrl, type WebhookNetwork, webhookNetworkOf } from "./url-policy.js";
@@ -114,6 +115,32 @@ export async function createWebhook(
   });
 }
 
+/** The webhook's newest delivery, and the answer its last attempt got. */
+type LastDelivery = {
+  id: string;
+  status: DeliveryStatus;
+  createdAt: string;
+  /** Null while it has not been attempted (due, held, or waiting for a paused webhook). */
+  lastAttemptAt: string | null;
+  statusCode: number | null;
+  error: string | null;
+};
+
+/** What the receiver answered the newest delivery's last attempt, in a few words. */
+export function lastAnswerText(delivery: LastDelivery): string {
+  if (delivery.statusCode !== null) return `HTTP ${delivery.statusCode}`;
+  return delivery.error ?? "not attempted yet";
+}
+
+/** Deliveries recorded in the last 24 hours, by their state now (as the webhook page counts). */
+type LastDayCounts = {
+  delivered: number;
+  /** Failed or exhausted. */
+  failed: number;
+  /** Delivered out of those settled (pending ones not counted); null when none settled. */
+  successRate: number | null;
+};
+
 export type WebhookSummary = {
   id: string;
   url: string;
@@ -128,10 +155,52 @@ export type WebhookSummary = {
   pausedUntil: string | null;
   /** The failures that opened the breaker, and its failed probes. */
   pausedAfterFailures: number | null;
+  lastDelivery: LastDelivery | null;
+  last24Hours: LastDayCounts;
   createdAt: string;
 };
 
+const countWhere = (condition: SQL) => sql<number>`count(*) filter (where ${condition})::int`;
+
+/**
+ * Every webhook of the organisation with what tells a failing one apart, in one statement: each
+ * part is read from one webhook's entries in an index (the newest delivery and its last attempt,
+ * the last day's settled deliveries, the held and exhausted ones), never a scan of the tables.
+ */
 export async function listWebhooks(db: Db, organizationId: string): Promise<WebhookSummary[]> {
+  const newest = db
+    .select({
+      id: webhookDeliveries.id,
+      status: webhookDeliveries.status,
+      createdAt: webhookDeliveries.createdAt,
+      lastAttemptAt: webhookDeliveries.lastAttemptAt,
+    })
+    .from(webhookDeliveries)
+    .where(eq(webhookDeliveries.webhookId, webhooks.id))
+    .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
+    .limit(1)
+    .as("newest");
+  const answer = db
+    .select({ statusCode: webhookAttempts.statusCode, error: webhookAttempts.error })
+    .from(webhookAttempts)
+    .where(eq(webhookAttempts.deliveryId, newest.id))
+    .orderBy(desc(webhookAttempts.attemptedAt))
+    .limit(1)
+    .as("answer");
+  const lastDay = db
+    .select({
+      delivered: countWhere(eq(webhookDeliveries.status, "delivered")).as("delivered"),
+      failed: countWhere(ne(webhookDeliveries.status, "delivered")).as("failed"),
+    })
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.webhookId, webhooks.id),
+        inArray(webhookDeliveries.status, ["delivered", "failed", "exhausted"]),
+        gte(webhookDeliveries.createdAt, sql`now() - interval '24 hours'`),
+      ),
+    )
+    .as("last_day");
   const rows = await db
     .select({
       id: webhooks.id,
@@ -145,17 +214,43 @@ export async function listWebhooks(db: Db, organizationId: string): Promise<Webh
       exhaustedDeliveries: sql<number>`(select count(*) from webhook_deliveries d where d.webhook_id = ${webhooks.id} and d.status = 'exhausted')::int`,
       events: sql<
         string[]
-      >`coalesce(array_agg(${webhookSubscriptions.eventType} order by ${webhookSubscriptions.position}, ${webhookSubscriptions.eventType}) filter (where ${webhookSubscriptions.eventType} is not null), '{}')`,
+      >`coalesce((select array_agg(s.event_type order by s.position, s.event_type) from webhook_subscriptions s where s.webhook_id = ${webhooks.id}), '{}')`,
+      newest: {
+        id: newest.id,
+        status: newest.status,
+        createdAt: newest.createdAt,
+        lastAttemptAt: newest.lastAttemptAt,
+      },
+      answer: { statusCode: answer.statusCode, error: answer.error },
+      delivered: lastDay.delivered,
+      failed: lastDay.failed,
     })
     .from(webhooks)
-    .leftJoin(webhookSubscriptions, eq(webhookSubscriptions.webhookId, webhooks.id))
+    .leftJoinLateral(newest, sql`true`)
+    .leftJoinLateral(answer, sql`true`)
+    .crossJoinLateral(lastDay)
     .where(eq(webhooks.organizationId, organizationId))
-    .groupBy(webhooks.id)
     .orderBy(asc(webhooks.createdAt), asc(webhooks.id));
-  return rows.map((row) => ({
+  return rows.map(({ newest, answer, delivered, failed, ...row }) => ({
     ...row,
     createdAt: row.createdAt.toISOString(),
     pausedUntil: row.pausedUntil?.toISOString() ?? null,
+    lastDelivery:
+      newest === null
+        ? null
+        : {
+            id: newest.id,
+            status: newest.status,
+            createdAt: newest.createdAt.toISOString(),
+            lastAttemptAt: newest.lastAttemptAt?.toISOString() ?? null,
+            statusCode: answer?.statusCode ?? null,
+            error: answer?.error ?? null,
+          },
+    last24Hours: {
+      delivered,
+      failed,
+      successRate: delivered + failed === 0 ? null : delivered / (delivered + failed),
+    },
   }));
 }
 

@@ -8,13 +8,15 @@ import {
   deliveryLogPage,
   type LogQuery,
 } from "../../src/webhooks/delivery-log.js";
+import { listWebhooks } from "../../src/webhooks/service.js";
 import { importOAuthWorkspaces } from "../oauth/oauth-fixtures.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 
 /**
- * The webhook page's reads on a webhook with 100,000 deliveries (spread over 30 days, each with
- * an attempt): every statement the page sends is planned with an index on webhook_deliveries
- * and webhook_attempts, never a sequential scan of either, and the log reads one page of rows.
+ * The webhook page's and the webhook list's reads on a webhook with 100,000 deliveries (spread
+ * over 30 days, each with an attempt): every statement they send is planned with an index on
+ * webhook_deliveries and webhook_attempts, never a sequential scan of either, and the log reads
+ * one page of rows.
  */
 
 const DELIVERIES = 100_000;
@@ -24,6 +26,7 @@ let pool: pg.Pool;
 let db: Db;
 const statements: { sql: string; params: unknown[] }[] = [];
 let webhookId: string;
+let organizationId: string;
 
 type PlanNode = {
   "Node Type": string;
@@ -72,6 +75,7 @@ beforeAll(async () => {
   testDatabase = await createTestDatabase();
   const setup = testDatabase.database.db;
   const { acme } = await importOAuthWorkspaces(setup);
+  organizationId = acme.organization.id;
   const insertWebhook = (url: string) =>
     setup
       .insert(webhooks)
@@ -199,5 +203,20 @@ describe("the webhook page on 100,000 deliveries", () => {
         /^webhook_attempts_delivery_idx$/,
       );
     }
+  });
+});
+
+describe("the webhook list on 100,000 deliveries", () => {
+  it("reads every webhook's last delivery and last day in one indexed statement", async () => {
+    const listed = await listWebhooks(db, organizationId);
+    const busy = listed.find((webhook) => webhook.id === webhookId);
+    // The newest delivery (id 1, 25 s old) was delivered; a day holds 3,456, 1 in 50 failed.
+    expect(busy?.lastDelivery).toMatchObject({ status: "delivered", statusCode: 200 });
+    expect(busy?.last24Hours.failed).toBeGreaterThan(0);
+    expect(busy?.last24Hours.delivered).toBeGreaterThan(40 * (busy?.last24Hours.failed ?? 0));
+    const plans = await plansOfRecorded();
+    expect(plans).toHaveLength(1);
+    expectIndexed(plans, /^webhook_deliveries_webhook/);
+    expectIndexed(plans, /^webhook_attempts_delivery_idx$/);
   });
 });

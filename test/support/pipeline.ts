@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import type { Db } from "../../src/db/client.js";
 import { createBullmqQueue } from "../../src/queue/bullmq-queue.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
@@ -18,15 +18,15 @@ export type Pipeline = TestApp & { queue: JobQueue<WorkspaceJobs>; queuePrefix: 
 /**
  * The app with a real BullMQ queue (its own Redis prefix), or the embedded mode's in-process
  * queue, and a real worker consuming it, as `npm start` runs them; quick retries are off unless
- * `env` sets them.
+ * `env` sets them. The worker and the queue log to `options.logger` when one is given.
  */
 export async function startPipeline(
   env: Record<string, string> = {},
-  options: { inProcessQueue?: boolean; redisUrl?: string } = {},
+  options: { inProcessQueue?: boolean; redisUrl?: string; logger?: Logger } = {},
 ): Promise<Pipeline> {
   const redisUrl = options.redisUrl ?? TEST_REDIS_URL;
   const queuePrefix = `test-${randomBytes(6).toString("hex")}`;
-  const logger = pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
+  const logger = options.logger ?? pino({ level: process.env.TEST_LOG_LEVEL ?? "silent" });
   const queue = options.inProcessQueue
     ? createInProcessQueue<WorkspaceJobs>(logger)
     : createBullmqQueue<WorkspaceJobs>({ redisUrl, prefix: queuePrefix, logger });

@@ -72,6 +72,8 @@ describe("svc webhook", () => {
         enabled: true,
         heldDeliveries: 0,
         exhaustedDeliveries: 0,
+        lastDelivery: null,
+        last24Hours: { delivered: 0, failed: 0, successRate: null },
       },
     ]);
     expect(JSON.stringify(listed)).not.toContain(created.secret);

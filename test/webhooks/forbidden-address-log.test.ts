@@ -45,9 +45,29 @@ it("logs the same refusal for an open and a closed port on a forbidden address, 
 
     const [openRun, shutRun] = [await redeliver(open.deliveryId), await redeliver(shut.deliveryId)];
 
-    expect(openRun.stderr).toBe("");
-    expect(shutRun.stderr).toBe("");
     const refusal = "connection to forbidden address 127.0.0.1 refused";
+    // The CLI logs the failed attempt (at warn, on stderr) the same way for both.
+    for (const [run, target] of [
+      [openRun, open],
+      [shutRun, shut],
+    ] as const) {
+      expect(
+        run.stderr
+          .trim()
+          .split("\n")
+          .map((line) => JSON.parse(line)),
+      ).toEqual([
+        expect.objectContaining({
+          level: 40,
+          msg: "webhook delivery attempt failed",
+          webhookId: target.webhookId,
+          deliveryId: target.deliveryId,
+          outcome: "refused_address",
+          statusCode: null,
+          error: refusal,
+        }),
+      ]);
+    }
     expect(JSON.parse(openRun.stdout)).toMatchObject({ statusCode: null, error: refusal });
     expect(JSON.parse(shutRun.stdout)).toMatchObject({ statusCode: null, error: refusal });
     const logged = async (webhookId: string) =>

@@ -17,6 +17,7 @@ import {
   deleteWebhook,
   findDelivery,
   findWebhook,
+  lastAnswerText,
   listDeliveries,
   listWebhooks,
   registrationSettingsOf,
@@ -84,22 +85,33 @@ async function list(args: string[]): Promise<void> {
   );
   if (values.json) {
     return printJson(
-      webhooks.map(({ id, url, events, enabled, heldDeliveries, exhaustedDeliveries }) => ({
-        id,
-        url,
-        events,
-        enabled,
-        heldDeliveries,
-        exhaustedDeliveries,
+      webhooks.map((webhook) => ({
+        id: webhook.id,
+        url: webhook.url,
+        events: webhook.events,
+        enabled: webhook.enabled,
+        heldDeliveries: webhook.heldDeliveries,
+        exhaustedDeliveries: webhook.exhaustedDeliveries,
+        lastDelivery: webhook.lastDelivery,
+        last24Hours: webhook.last24Hours,
       })),
     );
   }
   for (const webhook of webhooks) {
     const state = webhook.enabled
-      ? "enabled"
+      ? webhook.pausedUntil === null
+        ? "enabled"
+        : `enabled, paused until ${webhook.pausedUntil}`
       : `disabled (${webhook.disabledReason ?? "by an admin"}), ${webhook.heldDeliveries} held`;
+    const last = webhook.lastDelivery;
+    const lastText =
+      last === null
+        ? "no delivery yet"
+        : `last ${last.status} (${lastAnswerText(last)}) ${last.lastAttemptAt ?? last.createdAt}`;
+    const day = webhook.last24Hours;
+    const rate = day.successRate === null ? "-" : `${Math.round(day.successRate * 100)}%`;
     printLine(
-      `${webhook.id}  ${webhook.url}  ${state}  ${webhook.exhaustedDeliveries} exhausted  ${webhook.events.join(",")}`,
+      `${webhook.id}  ${webhook.url}  ${state}  ${lastText}  24h ${rate} of ${day.delivered + day.failed}  ${webhook.exhaustedDeliveries} exhausted  ${webhook.events.join(",")}`,
     );
   }
 }
