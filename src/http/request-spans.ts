@@ -34,13 +34,8 @@ export function registerRequestSpans(app: FastifyInstance, tracer: Tracer | unde
     );
     spans.set(request, span);
     request.traceContext = span.traceparent;
+    // The later hooks and the handler run from `done`, so inside the span's context.
     span.run(done);
-  });
-  // Again once the body is read: its stream's events run outside the request's context.
-  app.addHook("preHandler", (request, _reply, done) => {
-    const span = spans.get(request);
-    if (span === undefined) done();
-    else span.run(done);
   });
   app.addHook("onResponse", async (request: FastifyRequest, reply: FastifyReply) => {
     const span = spans.get(request);

@@ -60,7 +60,7 @@ export async function createOtelTracer(settings: TracingSettings, logger: Logger
     { ROOT_CONTEXT, SpanKind, SpanStatusCode, trace },
     { OTLPTraceExporter },
     { resourceFromAttributes },
-    { BatchSpanProcessor, TracerProvider },
+    { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider },
   ] = await Promise.all([
     import("@opentelemetry/api"),
     import("@opentelemetry/exporter-trace-otlp-http"),
@@ -75,6 +75,9 @@ export async function createOtelTracer(settings: TracingSettings, logger: Logger
   });
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ "service.name": settings.serviceName }),
+    // Every trace, unless a caller's traceparent says it is not sampled; not OTEL_TRACES_SAMPLER,
+    // which only config.ts would read.
+    sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
     spanProcessors: [
       new BatchSpanProcessor({
         exporter: loggingFailures(exporter, logger),
