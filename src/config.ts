@@ -89,6 +89,7 @@ const environmentSchema = z.object({
     .string()
     .default("")
     .transform((value, context) => parseOtlpHeaders(value, context)),
+  OTEL_EXPORTER_OTLP_TIMEOUT: positiveInt.default(10_000),
   OTEL_SERVICE_NAME: z.string().min(1).default("workspace-service"),
   OTEL_BSP_SCHEDULE_DELAY: positiveInt.default(5000),
   OTEL_BSP_EXPORT_TIMEOUT: positiveInt.default(30_000),
@@ -263,7 +264,9 @@ function tracingOf(e: Environment) {
     serviceName: e.OTEL_SERVICE_NAME,
     /** Spans wait this long in memory before they are sent together. */
     scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
-    /** One export may take this long before it is given up. */
+    /** One export request, its retries included, may take this long. */
+    requestTimeoutMs: e.OTEL_EXPORTER_OTLP_TIMEOUT,
+    /** One export of a batch may take this long before it is given up. */
     exportTimeoutMs: e.OTEL_BSP_EXPORT_TIMEOUT,
     /** Spans waiting beyond this are dropped, so a collector that is away costs bounded memory. */
     maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,
@@ -292,6 +295,15 @@ const configSchema = environmentSchema.transform((e, context) => {
       code: "custom",
       path: ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"],
       message: "must not exceed OTEL_BSP_MAX_QUEUE_SIZE",
+    });
+    return z.NEVER;
+  }
+  // The spans still waiting are sent on SIGTERM: a collector away must not outlast the shutdown.
+  if (e.OTEL_EXPORTER_OTLP_TIMEOUT >= e.SHUTDOWN_TIMEOUT_MS) {
+    context.addIssue({
+      code: "custom",
+      path: ["OTEL_EXPORTER_OTLP_TIMEOUT"],
+      message: "must be shorter than SHUTDOWN_TIMEOUT_MS",
     });
     return z.NEVER;
   }

@@ -71,7 +71,7 @@ export async function createOtelTracer(settings: TracingSettings, logger: Logger
   const exporter = new OTLPTraceExporter({
     url: settings.tracesUrl,
     headers: settings.headers,
-    timeoutMillis: settings.exportTimeoutMs,
+    timeoutMillis: settings.requestTimeoutMs,
   });
   const provider = new TracerProvider({
     resource: resourceFromAttributes({ "service.name": settings.serviceName }),

@@ -182,6 +182,12 @@ describe("tracing (OTEL_*)", () => {
     );
   });
 
+  it("refuses an export timeout that would outlast the shutdown", () => {
+    expect(() =>
+      loadConfig({ ...base, OTEL_EXPORTER_OTLP_TIMEOUT: "20000", SHUTDOWN_TIMEOUT_MS: "20000" }),
+    ).toThrow(/OTEL_EXPORTER_OTLP_TIMEOUT/);
+  });
+
   it("refuses an export batch larger than the queue", () => {
     expect(() =>
       loadConfig({
