@@ -77,7 +77,12 @@ beforeAll(async () => {
     OTEL_BSP_SCHEDULE_DELAY: "50",
   };
   [api, , untraced] = await Promise.all([
-    start("api", "serve", { ...traced, OTEL_SERVICE_NAME: "workspace-api" }),
+    // One connection, so requests wait for it and are handed it by one another.
+    start("api", "serve", {
+      ...traced,
+      OTEL_SERVICE_NAME: "workspace-api",
+      DATABASE_POOL_SIZE: "1",
+    }),
     start("worker", "worker", { ...traced, OTEL_SERVICE_NAME: "workspace-worker" }),
     start("untraced", "serve", env),
   ]);
@@ -156,6 +161,27 @@ describe("traces (OTEL_EXPORTER_OTLP_ENDPOINT set)", () => {
         span.parentSpanId === attempt.spanId &&
         span.attributes["db.system.name"] === "postgresql",
     );
+  });
+
+  it("puts each statement in the trace of its own request, when requests wait for the connection", async () => {
+    const traceIds = Array.from({ length: 8 }, () => randomBytes(16).toString("hex"));
+    const answers = await Promise.all(
+      traceIds.map((traceId) =>
+        call(`${api.url}/api/v1/projects`, {
+          token,
+          headers: { traceparent: `00-${traceId}-${randomBytes(8).toString("hex")}-01` },
+        }),
+      ),
+    );
+    expect(answers.map((answer) => answer.status)).toEqual(traceIds.map(() => 200));
+    for (const traceId of traceIds) {
+      const request = await spanWhere((span) => span.traceId === traceId && span.kind === SERVER);
+      await spanWhere(
+        (span) =>
+          span.parentSpanId === request.spanId &&
+          span.attributes["db.system.name"] === "postgresql",
+      );
+    }
   });
 });
 
