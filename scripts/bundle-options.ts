@@ -17,6 +17,8 @@ export const BUNDLE_OPTIONS: BuildOptions = {
     "pino-pretty",
     // Piscina starts its threads from its own files, found beside its package.
     "piscina",
+    // Read only when tracing is on (src/tracing/otel-tracer.ts), never parsed otherwise.
+    "@opentelemetry/*",
   ],
   // The bundled CommonJS packages call require() for Node's own modules.
   banner: {

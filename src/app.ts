@@ -24,6 +24,7 @@ import { registerRateLimit } from "./http/rate-limit.js";
 import { requestIdOf } from "./http/request-id.js";
 import { loggableUrl, RequestLog } from "./http/request-log.js";
 import { RequestPathRedis } from "./http/request-path-redis.js";
+import { registerRequestSpans } from "./http/request-spans.js";
 import { deferNotFoundForImpossibleIds } from "./http/unknown-ids.js";
 import { changeEventsAsMarkdown } from "./modules/change-events/catalogue.js";
 import { moduleRoutes } from "./modules/routes.js";
@@ -38,6 +39,7 @@ import type { JobQueue } from "./queue/queue.js";
 import { MarkdownPool } from "./richtext/markdown-pool.js";
 import { registerBrowserPlumbing } from "./sessions/browser-scope.js";
 import { signInRoutes } from "./sessions/sign-in-routes.js";
+import type { Tracer } from "./tracing/tracer.js";
 import { webhookRoutes } from "./webhooks/routes.js";
 
 const MAX_PATH_PARAM_LENGTH = 2048;
@@ -50,6 +52,8 @@ export type AppDependencies = {
   queue: JobQueue<WorkspaceJobs>;
   /** Shared rate-limit budget across instances; absent in embedded mode. */
   redis?: Redis;
+  /** Puts each request in a span (tracing on). */
+  tracer?: Tracer;
 };
 
 declare module "fastify" {
@@ -170,6 +174,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     // id of any length is looked up and, when unknown, is the usual 404.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_LENGTH },
   });
+  registerRequestSpans(app, deps.tracer);
   app.decorate("db", deps.database.db);
   const principals = new PrincipalCache(deps.database.db, deps.logger);
   await principals.start(deps.database);

@@ -82,7 +82,48 @@ const environmentSchema = z.object({
     .string()
     .default("false")
     .transform((value, context) => parseTrustProxy(value, context)),
+  // OpenTelemetry's standard variables: traces are exported only when an endpoint is set.
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .default("")
+    .transform((value, context) => parseOtlpHeaders(value, context)),
+  OTEL_EXPORTER_OTLP_TIMEOUT: positiveInt.default(10_000),
+  OTEL_SERVICE_NAME: z.string().min(1).default("workspace-service"),
+  OTEL_BSP_SCHEDULE_DELAY: positiveInt.default(5000),
+  OTEL_BSP_EXPORT_TIMEOUT: positiveInt.default(30_000),
+  OTEL_BSP_MAX_QUEUE_SIZE: positiveInt.default(2048),
+  OTEL_BSP_MAX_EXPORT_BATCH_SIZE: positiveInt.default(512),
 });
+
+/** `api-key=secret,x-team=a%20b`: the OTLP exporter's headers, values percent-encoded. */
+function parseOtlpHeaders(value: string, context: z.RefinementCtx): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const entry of value.split(",")) {
+    if (entry.trim() === "") continue;
+    const separator = entry.indexOf("=");
+    const name = entry.slice(0, separator).trim();
+    const headerValue = separator > 0 ? decodedOrNull(entry.slice(separator + 1).trim()) : null;
+    if (name === "" || headerValue === null) {
+      context.addIssue({
+        code: "custom",
+        message: "must be name=value pairs, comma-separated, values percent-encoded",
+      });
+      return {};
+    }
+    headers[name] = headerValue;
+  }
+  return headers;
+}
+
+function decodedOrNull(value: string): string | null {
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return null;
+  }
+}
 
 /**
  * Which proxies may say who the client is (X-Forwarded-For, X-Forwarded-Proto): their addresses
@@ -206,6 +247,33 @@ function postgresLimitsOf(e: Environment) {
   };
 }
 
+/**
+ * Where and how traces are exported, or undefined when no OTLP endpoint is set: tracing is off and
+ * none of OpenTelemetry is loaded. The signal's own endpoint is used as it is, the general one
+ * gets `/v1/traces` (the OTLP exporter specification).
+ */
+function tracingOf(e: Environment) {
+  const general = e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, "");
+  const tracesUrl =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (general === undefined ? undefined : `${general}/v1/traces`);
+  if (tracesUrl === undefined) return undefined;
+  return {
+    tracesUrl,
+    headers: e.OTEL_EXPORTER_OTLP_HEADERS,
+    serviceName: e.OTEL_SERVICE_NAME,
+    /** Spans wait this long in memory before they are sent together. */
+    scheduleDelayMs: e.OTEL_BSP_SCHEDULE_DELAY,
+    /** One export request, its retries included, may take this long. */
+    requestTimeoutMs: e.OTEL_EXPORTER_OTLP_TIMEOUT,
+    /** One export of a batch may take this long before it is given up. */
+    exportTimeoutMs: e.OTEL_BSP_EXPORT_TIMEOUT,
+    /** Spans waiting beyond this are dropped, so a collector that is away costs bounded memory. */
+    maxQueueSize: e.OTEL_BSP_MAX_QUEUE_SIZE,
+    maxExportBatchSize: e.OTEL_BSP_MAX_EXPORT_BATCH_SIZE,
+  };
+}
+
 /** The environment's variables, checked, then shaped into what the service reads. */
 const configSchema = environmentSchema.transform((e, context) => {
   const isProduction = e.NODE_ENV === "production";
@@ -219,6 +287,23 @@ const configSchema = environmentSchema.transform((e, context) => {
       code: "custom",
       path: ["WORKER_LOCK_SECONDS"],
       message: "must outlast one delivery attempt (WEBHOOK_DELIVERY_TIMEOUT_MS)",
+    });
+    return z.NEVER;
+  }
+  if (e.OTEL_BSP_MAX_EXPORT_BATCH_SIZE > e.OTEL_BSP_MAX_QUEUE_SIZE) {
+    context.addIssue({
+      code: "custom",
+      path: ["OTEL_BSP_MAX_EXPORT_BATCH_SIZE"],
+      message: "must not exceed OTEL_BSP_MAX_QUEUE_SIZE",
+    });
+    return z.NEVER;
+  }
+  // The spans still waiting are sent on SIGTERM: a collector away must not outlast the shutdown.
+  if (e.OTEL_EXPORTER_OTLP_TIMEOUT >= e.SHUTDOWN_TIMEOUT_MS) {
+    context.addIssue({
+      code: "custom",
+      path: ["OTEL_EXPORTER_OTLP_TIMEOUT"],
+      message: "must be shorter than SHUTDOWN_TIMEOUT_MS",
     });
     return z.NEVER;
   }
@@ -290,6 +375,8 @@ const configSchema = environmentSchema.transform((e, context) => {
     },
     /** The newest revisions kept per page; older ones are deleted by the write that adds one. */
     pageRevisionsKept: e.PAGE_REVISIONS_KEPT,
+    /** OpenTelemetry traces over OTLP/HTTP; undefined when off (the default). */
+    tracing: tracingOf(e),
     webhooks: {
       /** Cron pattern of the daily retry pass. */
       retryCron: e.WEBHOOK_RETRY_CRON,

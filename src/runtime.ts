@@ -8,6 +8,7 @@ import { claimEmbeddedDatabase } from "./db/embedded-lock.js";
 import { createInProcessQueue } from "./queue/in-process-queue.js";
 import type { WorkspaceJobs } from "./queue/jobs.js";
 import type { JobQueue } from "./queue/queue.js";
+import type { Tracer } from "./tracing/tracer.js";
 
 /** The connections a process holds, opened in the mode the configuration selects. */
 export type Runtime = {
@@ -16,12 +17,15 @@ export type Runtime = {
   database: Database;
   redis: Redis | undefined;
   queue: JobQueue<WorkspaceJobs>;
+  /** Present when an OTLP endpoint is set: requests, statements, commands and attempts in spans. */
+  tracer: Tracer | undefined;
   close(): Promise<void>;
 };
 
 export async function openDatabase(
   config: Config,
   logger?: Logger,
+  tracer?: Tracer,
 ): Promise<{ database: Database; release: () => void }> {
   if (config.databaseUrl !== undefined) {
     const onQuery = logger?.isLevelEnabled("trace")
@@ -29,7 +33,7 @@ export async function openDatabase(
       : undefined;
     const { openPostgres } = await import("./db/postgres.js");
     return {
-      database: openPostgres(config.databaseUrl, { ...config.postgres, onQuery }),
+      database: openPostgres(config.databaseUrl, { ...config.postgres, onQuery, tracer }),
       release: () => {},
     };
   }
@@ -42,8 +46,8 @@ export async function openDatabase(
   }
 }
 
-async function connectRedis(redisUrl: string): Promise<Redis> {
-  const { Redis } = await import("ioredis");
+async function connectRedis(redisUrl: string, tracer: Tracer | undefined): Promise<Redis> {
+  const Redis = (await import("./queue/traced-redis.js")).redisClientClass(tracer);
   // Request-path commands (rate limit, readiness) fail fast while Redis is away, and have their
   // deadlines (RequestPathRedis) while it stalls.
   const redis = new Redis(redisUrl, {
@@ -56,10 +60,19 @@ async function connectRedis(redisUrl: string): Promise<Redis> {
   return redis;
 }
 
+/** OpenTelemetry is loaded only with an endpoint: with tracing off, not one of its modules is read. */
+async function openTracer(config: Config, logger: Logger): Promise<Tracer | undefined> {
+  if (config.tracing === undefined) return undefined;
+  const { createOtelTracer } = await import("./tracing/otel-tracer.js");
+  return createOtelTracer(config.tracing, logger);
+}
+
 export async function openRuntime(config: Config, logger: Logger): Promise<Runtime> {
-  const { database, release } = await openDatabase(config, logger);
+  const tracer = await openTracer(config, logger);
+  const { database, release } = await openDatabase(config, logger, tracer);
   if (config.migrateOnStart) await database.migrate();
-  const redis = config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl);
+  const redis =
+    config.redisUrl === undefined ? undefined : await connectRedis(config.redisUrl, tracer);
   // BullMQ and ioredis are loaded only with Redis: the embedded default starts without them.
   const queue =
     config.redisUrl === undefined
@@ -69,6 +82,7 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
           prefix: config.queuePrefix,
           logger,
           lockDurationMs: config.workerLockSeconds * 1000,
+          tracer,
         });
   return {
     config,
@@ -76,11 +90,14 @@ export async function openRuntime(config: Config, logger: Logger): Promise<Runti
     database,
     redis,
     queue,
+    tracer,
     async close() {
       await queue.close();
       redis?.disconnect();
       await database.close();
       release();
+      // Last, so the spans of the shutdown itself are sent too.
+      await tracer?.close();
     },
   };
 }

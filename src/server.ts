@@ -9,6 +9,7 @@ export async function startApi(runtime: Runtime): Promise<FastifyInstance> {
     logger: runtime.logger,
     redis: runtime.redis,
     queue: runtime.queue,
+    tracer: runtime.tracer,
   });
   await app.listen({ port: runtime.config.port, host: runtime.config.host });
   return app;

@@ -10,13 +10,15 @@ import { startRelayLoop } from "./webhooks/relay-loop.js";
  * that stops it gracefully and closes what it holds.
  */
 export async function startWorker(
-  runtime: Pick<Runtime, "config" | "database" | "logger" | "queue">,
+  runtime: Pick<Runtime, "config" | "database" | "logger" | "queue"> &
+    Partial<Pick<Runtime, "tracer">>,
 ): Promise<() => Promise<void>> {
   const webhookRuntime = {
     db: runtime.database.db,
     config: runtime.config,
     logger: runtime.logger,
     queue: runtime.queue,
+    tracer: runtime.tracer,
   };
   const deliveries = createDeliveryWorker(webhookRuntime);
   await runtime.queue.startWorker(deliveries.handlers, {

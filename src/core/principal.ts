@@ -11,5 +11,8 @@ export type Principal = {
   pluginId: string | null;
 };
 
-/** The organisation a write acts in and the member it is attributed to. */
-export type Actor = { organizationId: string; authorId: string };
+/**
+ * The organisation a write acts in, the member it is attributed to, and the W3C traceparent of
+ * the request that writes (tracing on), kept with the change event it records.
+ */
+export type Actor = { organizationId: string; authorId: string; traceContext?: string | null };

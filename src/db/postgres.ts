@@ -3,8 +3,10 @@ import { drizzle as drizzlePg } from "drizzle-orm/node-postgres";
 import { migrate as migratePg } from "drizzle-orm/node-postgres/migrator";
 import pg from "pg";
 import { DEFAULT_POSTGRES_LIMITS, type PostgresLimits } from "../config.js";
+import type { Tracer } from "../tracing/tracer.js";
 import { type Database, findMigrationsFolder } from "./client.js";
 import { PostgresListener } from "./notifications.js";
+import { traceStatements } from "./statement-spans.js";
 
 // node-postgres lives here, apart from the handle's type in client.ts, so that the embedded
 // default never loads it.
@@ -18,7 +20,20 @@ export type PostgresOptions = Partial<PostgresLimits> & {
   onQuery?: (query: string) => void;
   /** Hears what goes wrong on the listening connection (it reconnects by itself). */
   onListenError?: (error: unknown) => void;
+  /** Puts each statement in a span (tracing on). */
+  tracer?: Tracer;
 };
+
+/** What every statement span says of the server (OpenTelemetry's database conventions). */
+function serverAttributes(connectionString: string) {
+  const url = new URL(connectionString);
+  return {
+    "db.system.name": "postgresql",
+    "db.namespace": decodeURIComponent(url.pathname.slice(1)) || undefined,
+    "server.address": url.hostname,
+    "server.port": Number(url.port || 5432),
+  };
+}
 
 export function openPostgres(connectionString: string, options: PostgresOptions = {}): Database {
   const limits = { ...DEFAULT_POSTGRES_LIMITS, ...options };
@@ -35,6 +50,9 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on("error", () => {});
+  if (options.tracer !== undefined) {
+    traceStatements(pool, options.tracer, serverAttributes(connectionString));
+  }
   const onQuery = options.onQuery;
   const listener = new PostgresListener(connectionString, options.onListenError ?? (() => {}));
   const db = drizzlePg(pool, {

@@ -93,5 +93,9 @@ export function writerOf(request: FastifyRequest): Actor {
       "No author stands behind this token: its creator is no longer a member of the organisation, so it can only read. Mint a new token.",
     );
   }
-  return { organizationId: principal.organization.id, authorId: principal.authorId };
+  return {
+    organizationId: principal.organization.id,
+    authorId: principal.authorId,
+    traceContext: request.traceContext,
+  };
 }

@@ -1,6 +1,6 @@
 import { Queue, Worker } from "bullmq";
-import { Redis } from "ioredis";
 import type { Logger } from "pino";
+import type { Tracer } from "../tracing/tracer.js";
 import {
   DEFAULT_BACKOFF_MS,
   DEFAULT_JOB_ATTEMPTS,
@@ -9,6 +9,7 @@ import {
   type JobMap,
   type JobQueue,
 } from "./queue.js";
+import { redisClientClass } from "./traced-redis.js";
 
 export type BullmqQueueOptions = {
   redisUrl: string;
@@ -21,11 +22,14 @@ export type BullmqQueueOptions = {
    * has its job taken over (stalled-job recovery) after about this long.
    */
   lockDurationMs?: number;
+  /** Puts each Redis command sent under a span in a span of its own (tracing on). */
+  tracer?: Tracer;
 };
 
 export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions): JobQueue<J> {
   const queueName = options.queueName ?? "workspace";
   const prefix = options.prefix ?? "svc";
+  const Redis = redisClientClass(options.tracer);
   // A producer inside a request must fail fast rather than hang while Redis is away; while it
   // stalls, requests have their deadline (withEnqueueDeadline).
   const producerConnection = new Redis(options.redisUrl, {

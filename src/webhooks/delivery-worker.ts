@@ -2,6 +2,7 @@ import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import type { DeliveryTrigger, WorkspaceJobs } from "../queue/jobs.js";
 import type { JobHandlers, JobQueue } from "../queue/queue.js";
+import type { Tracer } from "../tracing/tracer.js";
 import { createCircuitBreakers } from "./circuit-breaker.js";
 import { createDeliveryPipeline, type WebhookLog } from "./delivery.js";
 import { createDeliveryDispatcher } from "./dispatcher.js";
@@ -14,6 +15,7 @@ export type WebhookRuntime = {
   config: Config;
   logger: WebhookLog;
   queue: JobQueue<WorkspaceJobs>;
+  tracer?: Tracer;
 };
 
 /** The worker's delivery machinery: its job handlers, and the breakers' probe for the loops. */

@@ -5,6 +5,7 @@ import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import { changeEvents, webhookDeliveries, webhooks } from "../db/schema/index.js";
 import type { DeliveryTrigger } from "../queue/jobs.js";
+import { inSpan, type Span, type Tracer } from "../tracing/tracer.js";
 import { type AttemptRecord, writeAttempts } from "./attempt-log.js";
 import { grouped } from "./grouped.js";
 import { createWebhookHttpClient, type DeliveryOutcome } from "./http-client.js";
@@ -16,7 +17,13 @@ import { computeSignature } from "./verify.js";
 /** What the webhook code logs with: a pino logger or a request's child of it. */
 export type WebhookLog = Pick<Logger, "debug" | "info" | "warn" | "error">;
 
-export type DeliveryDeps = { db: Db; config: Config; logger: WebhookLog };
+export type DeliveryDeps = {
+  db: Db;
+  config: Config;
+  logger: WebhookLog;
+  /** Puts each attempt in a span linked to the request that wrote the change (tracing on). */
+  tracer?: Tracer;
+};
 
 // A job that fires a little early (clock skew between processes) still counts as due.
 const DUE_SLACK_MS = 5_000;
@@ -212,7 +219,12 @@ export type DeliveryPipeline = {
  * Owns what attempts share: the signing-secret cache, the HTTP agents, and the grouped reads and
  * writes (attempts that start or finish together share one statement).
  */
-export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): DeliveryPipeline {
+export function createDeliveryPipeline({
+  db,
+  config,
+  logger,
+  tracer,
+}: DeliveryDeps): DeliveryPipeline {
   const http = createWebhookHttpClient();
   const signingSecret = createSigningSecretCache(config.secretKey);
   const byId = (id: string) => id;
@@ -251,6 +263,68 @@ export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): De
     return { outcome, headers };
   };
 
+  const attempt = async (
+    deliveryId: string,
+    trigger: DeliveryTrigger,
+    span: Span | undefined,
+  ): Promise<AttemptReport | null> => {
+    const loaded = await loadDelivery(deliveryId);
+    if (loaded === undefined || !shouldAttempt(loaded, trigger)) return null;
+    // An admin's redelivery is sent whatever the state; every other attempt is taken first.
+    if (trigger !== "manual" && !(await claimDelivery(deliveryId))) return null;
+    if (loaded.event.traceContext !== null) span?.addLink(loaded.event.traceContext);
+    span?.setAttributes({
+      "webhook.id": loaded.delivery.webhookId,
+      "webhook.event.id": loaded.event.id,
+      "webhook.event.type": loaded.event.type,
+    });
+    const attemptedAt = new Date();
+    const { outcome, headers } = await send(loaded);
+    const next: NextState = outcome.ok
+      ? { status: "delivered", nextAttemptAt: null }
+      : nextStateAfterFailure(config, loaded, trigger);
+    span?.setAttributes({
+      "http.response.status_code": outcome.statusCode ?? undefined,
+      "error.type": outcome.error ?? undefined,
+      "webhook.delivery.status": next.status,
+    });
+    if (!outcome.ok) span?.fail(outcome.error ?? `answered ${outcome.statusCode}`);
+    await recordAttempt({
+      deliveryId,
+      webhookId: loaded.delivery.webhookId,
+      attemptedAt,
+      durationMs: outcome.durationMs,
+      statusCode: outcome.statusCode,
+      error: outcome.error,
+      responseSnippet: outcome.responseSnippet,
+      requestHeaders: headers,
+      ok: outcome.ok,
+      status: next.status,
+      nextAttemptAt: next.nextAttemptAt,
+    });
+    const attempted = {
+      webhookId: loaded.delivery.webhookId,
+      deliveryId,
+      trigger,
+      outcome: outcome.kind,
+      statusCode: outcome.statusCode,
+      error: outcome.error,
+      status: next.status,
+    };
+    // Failures are what an alert on warnings must see; successes are in the delivery log.
+    if (next.status === "exhausted" && loaded.delivery.status !== "exhausted") {
+      logger.error(attempted, "webhook delivery exhausted: no retries left");
+    } else if (!outcome.ok) logger.warn(attempted, "webhook delivery attempt failed");
+    else logger.debug(attempted, "webhook delivery attempted");
+    return {
+      deliveryId,
+      outcome,
+      status: next.status,
+      retryAt: next.nextAttemptAt,
+      attempts: loaded.delivery.attempts + 1,
+    };
+  };
+
   return {
     async dueDelivery(deliveryId, trigger) {
       const state = await loadAttemptState(deliveryId);
@@ -258,50 +332,19 @@ export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): De
       return { webhookId: state.webhookId, organizationId: state.webhook.organizationId };
     },
 
-    async attemptDelivery(deliveryId, trigger) {
-      const loaded = await loadDelivery(deliveryId);
-      if (loaded === undefined || !shouldAttempt(loaded, trigger)) return null;
-      // An admin's redelivery is sent whatever the state; every other attempt is taken first.
-      if (trigger !== "manual" && !(await claimDelivery(deliveryId))) return null;
-      const attemptedAt = new Date();
-      const { outcome, headers } = await send(loaded);
-      const next: NextState = outcome.ok
-        ? { status: "delivered", nextAttemptAt: null }
-        : nextStateAfterFailure(config, loaded, trigger);
-      await recordAttempt({
-        deliveryId,
-        webhookId: loaded.delivery.webhookId,
-        attemptedAt,
-        durationMs: outcome.durationMs,
-        statusCode: outcome.statusCode,
-        error: outcome.error,
-        responseSnippet: outcome.responseSnippet,
-        requestHeaders: headers,
-        ok: outcome.ok,
-        status: next.status,
-        nextAttemptAt: next.nextAttemptAt,
+    attemptDelivery(deliveryId, trigger) {
+      if (tracer === undefined) return attempt(deliveryId, trigger, undefined);
+      // A trace of its own, whichever attempt's continuation starts it; the link leads back.
+      const span = tracer.startSpan("webhook delivery attempt", {
+        kind: "client",
+        parent: "root",
+        attributes: { "webhook.delivery.id": deliveryId, "webhook.delivery.trigger": trigger },
       });
-      const attempted = {
-        webhookId: loaded.delivery.webhookId,
-        deliveryId,
-        trigger,
-        outcome: outcome.kind,
-        statusCode: outcome.statusCode,
-        error: outcome.error,
-        status: next.status,
-      };
-      // Failures are what an alert on warnings must see; successes are in the delivery log.
-      if (next.status === "exhausted" && loaded.delivery.status !== "exhausted") {
-        logger.error(attempted, "webhook delivery exhausted: no retries left");
-      } else if (!outcome.ok) logger.warn(attempted, "webhook delivery attempt failed");
-      else logger.debug(attempted, "webhook delivery attempted");
-      return {
-        deliveryId,
-        outcome,
-        status: next.status,
-        retryAt: next.nextAttemptAt,
-        attempts: loaded.delivery.attempts + 1,
-      };
+      return inSpan(span, async () => {
+        const report = await attempt(deliveryId, trigger, span);
+        if (report === null) span.setAttributes({ "webhook.delivery.attempted": false });
+        return report;
+      });
     },
 
     close: () => http.close(),

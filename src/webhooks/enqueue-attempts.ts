@@ -3,7 +3,7 @@ import type { DeliveryTrigger, WorkspaceJobs } from "../queue/jobs.js";
 import type { JobQueue } from "../queue/queue.js";
 import type { WebhookLog } from "./delivery.js";
 import type { ClaimedRetry } from "./retry-pass.js";
-import { createPingDelivery } from "./service.js";
+import { createPingDelivery, type PingInput } from "./service.js";
 
 type QueuedAttempt = { deliveryId: string; jobKey: string; delayMs?: number };
 
@@ -53,7 +53,7 @@ export function enqueueClaimedRetries(
  */
 export async function queuePing(
   runtime: { db: Db; queue: JobQueue<WorkspaceJobs>; logger: WebhookLog },
-  input: { organizationId: string; webhookId: string; actorId: string | null },
+  input: PingInput,
 ): Promise<void> {
   const { deliveryId } = await createPingDelivery(runtime.db, input);
   await enqueueAttempt(runtime.queue, deliveryId, "scheduled", { jobKey: "a0" }).catch(

@@ -22,10 +22,10 @@ export const webhookRoutes: FastifyPluginAsyncZod = async (app) => {
       data: pingResultSchema,
     }),
     async (request) => {
-      const { organizationId, authorId } = writerOf(request);
+      const { organizationId, authorId, traceContext } = writerOf(request);
       await queuePing(
         { db: app.db, queue: app.queue, logger: request.log },
-        { organizationId, webhookId: request.body.webhook_id, actorId: authorId },
+        { organizationId, webhookId: request.body.webhook_id, actorId: authorId, traceContext },
       );
       return ok({ status: "queued" as const });
     },

@@ -361,9 +361,17 @@ export async function findDelivery(db: Db, deliveryId: string, organizationId?: 
  * to the named webhook, written together. Works on a disabled webhook too: it is how an admin
  * tests an endpoint before enabling it.
  */
+export type PingInput = {
+  organizationId: string;
+  webhookId: string;
+  actorId: string | null;
+  /** The W3C traceparent of the request that pings (tracing on). */
+  traceContext?: string | null;
+};
+
 export async function createPingDelivery(
   db: Db,
-  input: { organizationId: string; webhookId: string; actorId: string | null },
+  input: PingInput,
 ): Promise<{ deliveryId: string }> {
   return db.transaction(async (tx) => {
     const [webhook] = await tx
@@ -385,6 +393,7 @@ export async function createPingDelivery(
         targetId: webhook.id,
         actorId: input.actorId,
         diff: { before: {}, after: {} },
+        traceContext: input.traceContext,
         // Addressed to this one webhook: the relay must not fan it out to others.
         fannedOutAt: sql`now()`,
       })

@@ -152,3 +152,49 @@ describe("PUBLIC_URL", () => {
     expect(config.httpsOnly).toBe(false);
   });
 });
+
+describe("tracing (OTEL_*)", () => {
+  it("is off without an OTLP endpoint", () => {
+    expect(loadConfig(base).tracing).toBeUndefined();
+  });
+
+  it("sends to the endpoint's /v1/traces, or to the traces endpoint as it is", () => {
+    const endpoint = { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" };
+    expect(loadConfig(endpoint).tracing).toMatchObject({
+      tracesUrl: "http://collector:4318/v1/traces",
+      serviceName: "workspace-service",
+      scheduleDelayMs: 5000,
+    });
+    expect(
+      loadConfig({ ...endpoint, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://vendor.example/otlp" })
+        .tracing?.tracesUrl,
+    ).toBe("https://vendor.example/otlp");
+  });
+
+  it("reads the exporter's headers, percent-decoded, and refuses what is not name=value", () => {
+    const endpoint = { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" };
+    expect(
+      loadConfig({ ...endpoint, OTEL_EXPORTER_OTLP_HEADERS: "api-key=a%20b, x-team=c" }).tracing
+        ?.headers,
+    ).toEqual({ "api-key": "a b", "x-team": "c" });
+    expect(() => loadConfig({ ...endpoint, OTEL_EXPORTER_OTLP_HEADERS: "api-key" })).toThrow(
+      /OTEL_EXPORTER_OTLP_HEADERS/,
+    );
+  });
+
+  it("refuses an export timeout that would outlast the shutdown", () => {
+    expect(() =>
+      loadConfig({ ...base, OTEL_EXPORTER_OTLP_TIMEOUT: "20000", SHUTDOWN_TIMEOUT_MS: "20000" }),
+    ).toThrow(/OTEL_EXPORTER_OTLP_TIMEOUT/);
+  });
+
+  it("refuses an export batch larger than the queue", () => {
+    expect(() =>
+      loadConfig({
+        ...base,
+        OTEL_BSP_MAX_QUEUE_SIZE: "100",
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE: "200",
+      }),
+    ).toThrow(/OTEL_BSP_MAX_EXPORT_BATCH_SIZE/);
+  });
+});

@@ -114,6 +114,8 @@ export const changeEvents = pgTable(
       .notNull(),
     // Set by the webhook relay once the event has its delivery rows.
     fannedOutAt: timestamp({ withTimezone: true }),
+    // The W3C traceparent of the request that recorded it (tracing on), for its deliveries' links.
+    traceContext: text(),
   },
   (t) => [
     index("change_events_org_idx").on(t.organizationId, t.id),

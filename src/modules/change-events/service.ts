@@ -14,6 +14,8 @@ export type ChangeEventInput = {
   targetId: string;
   actorId: string | null;
   diff: Diff;
+  /** The W3C traceparent of the request that writes (tracing on), for its deliveries' links. */
+  traceContext?: string | null;
 };
 
 /**

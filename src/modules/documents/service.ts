@@ -109,7 +109,7 @@ export async function listDocuments(
 export async function createDocumentLink(
   db: Db,
   library: Library,
-  { organizationId, authorId }: Actor,
+  { organizationId, authorId, traceContext }: Actor,
   input: DocumentLinkInput,
 ): Promise<{ id: string }> {
   const fields = {
@@ -132,6 +132,7 @@ export async function createDocumentLink(
       type: "document.created",
       targetId: document.id,
       actorId: authorId,
+      traceContext,
       diff: creationDiff(fields),
     });
     return { id: document.id };
@@ -158,7 +159,7 @@ function reachableDocument(organizationId: string, documentId: string) {
 export async function updateDocument(
   db: Db,
   documentId: string,
-  { organizationId, authorId }: Actor,
+  { organizationId, authorId, traceContext }: Actor,
   input: DocumentPatch,
 ): Promise<{ id: string }> {
   return db.transaction(async (tx) => {
@@ -180,6 +181,7 @@ export async function updateDocument(
       type: "document.updated",
       targetId: documentId,
       actorId: authorId,
+      traceContext,
       diff,
     });
     return { id: documentId };

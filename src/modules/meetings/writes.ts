@@ -38,7 +38,7 @@ export async function writeMinutes(
   db: Db,
   markdown: MarkdownPool,
   meetingId: string,
-  { organizationId, authorId }: Actor,
+  { organizationId, authorId, traceContext }: Actor,
   input: MinutesInput,
 ): Promise<MinutesWritten> {
   // Converted before the transaction opens, so the meeting stays unlocked meanwhile.
@@ -65,6 +65,7 @@ export async function writeMinutes(
       type: "meeting.minutes_updated",
       targetId: meeting.id,
       actorId: authorId,
+      traceContext,
       diff: diffOf({ minutesText: current.text }, { minutesText }),
     });
     return { id: meeting.id, updatedAt: toIsoDateTime(updated.minutesUpdatedAt) };
@@ -104,7 +105,7 @@ async function lockTranscriptOf(tx: Db, meetingId: string) {
 export async function writeNotes(
   db: Db,
   meetingId: string,
-  { organizationId, authorId }: Actor,
+  { organizationId, authorId, traceContext }: Actor,
   notes: string,
 ): Promise<NotesWritten> {
   return db.transaction(async (tx) => {
@@ -128,6 +129,7 @@ export async function writeNotes(
       type: "meeting.notes_updated",
       targetId: meeting.id,
       actorId: authorId,
+      traceContext,
       diff,
     });
     return { transcriptId };

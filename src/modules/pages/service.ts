@@ -145,7 +145,7 @@ export async function createPage(
   db: Db,
   writing: PageWriting,
   slug: string,
-  { organizationId, authorId }: Actor,
+  { organizationId, authorId, traceContext }: Actor,
   input: CreatePageInput,
 ): Promise<CreatedPage> {
   const parentId = input.parent_page_id ?? null;
@@ -202,6 +202,7 @@ export async function createPage(
       type: "page.created",
       targetId: page.id,
       actorId: authorId,
+      traceContext,
       diff: creationDiff({ title: input.title, parentId, text }),
     });
     return page;
@@ -240,7 +241,7 @@ export async function updatePage(
   db: Db,
   writing: PageWriting,
   pageId: string,
-  { organizationId, authorId }: Actor,
+  { organizationId, authorId, traceContext }: Actor,
   input: UpdatePageInput,
 ): Promise<UpdatedPage> {
   // Converted before the transaction opens, so the page stays unlocked meanwhile.
@@ -280,6 +281,7 @@ export async function updatePage(
       type: "page.updated",
       targetId: pageId,
       actorId: authorId,
+      traceContext,
       diff: diffOf({ title: current.title, text: current.text }, { title, text }),
     });
     return { id: page.id, updatedAt: toIsoDateTime(page.updatedAt) };

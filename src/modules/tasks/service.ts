@@ -91,7 +91,7 @@ async function requireCurrentMember(db: Db, organizationId: string, userId: stri
 export async function createTask(
   db: Db,
   projectSlug: string,
-  { organizationId, authorId }: Actor,
+  { organizationId, authorId, traceContext }: Actor,
   input: NewTask,
 ): Promise<{ id: string }> {
   refuseImpossibleSlug(projectSlug);
@@ -114,10 +114,11 @@ export async function createTask(
       returning id, ${commaList(taskFields.map((field) => sql`${sql.identifier(field)}`))}
     ), event as (
       insert into ${changeEvents} (organization_id, type, action, target_kind, target_id, actor_id,
-        diff)
+        diff, trace_context)
       -- The diff's after is the created task under its TaskPatch names, which are its columns'.
       select ${organizationId}, ${"task.created"}, ${action}, ${targetKind}, task.id, ${authorId},
-        jsonb_build_object('before', '{}'::jsonb, 'after', to_jsonb(task) - 'id')
+        jsonb_build_object('before', '{}'::jsonb, 'after', to_jsonb(task) - 'id'),
+        ${traceContext ?? null}
       from task
     )
     select id from task`);
@@ -146,7 +147,7 @@ async function lockVisibleTask(tx: Db, organizationId: string, taskId: string) {
 export async function updateTask(
   db: Db,
   taskId: string,
-  { organizationId, authorId }: Actor,
+  { organizationId, authorId, traceContext }: Actor,
   input: TaskPatch,
 ): Promise<{ id: string }> {
   return db.transaction(async (tx) => {
@@ -166,6 +167,7 @@ export async function updateTask(
       type: "task.updated",
       targetId: taskId,
       actorId: authorId,
+      traceContext,
       diff,
     });
     return { id: taskId };

@@ -1,0 +1,1 @@
+ALTER TABLE "change_events" ADD COLUMN "trace_context" text;
