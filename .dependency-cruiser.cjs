@@ -24,7 +24,10 @@ const layers = [
   { name: "http", path: "^src/http/" },
   { name: "domain", path: "^src/(modules/|webhooks/|import/|demo/)", pathNot: ROUTES },
   { name: "core", path: "^src/core/" },
-  { name: "infrastructure", path: "^src/(db/|queue/|richtext/|config\\.ts$|logger\\.ts$)" },
+  {
+    name: "infrastructure",
+    path: "^src/(db/|queue/|richtext/|metrics/|config\\.ts$|logger\\.ts$)",
+  },
 ];
 
 /** The parts of src/, each importing only the parts after it. */
@@ -45,6 +48,7 @@ const partNames = [
   "http/",
   "core/",
   "richtext/",
+  "metrics/",
   "db/",
   "queue/",
   "logger\\.ts$",

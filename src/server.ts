@@ -1,14 +1,19 @@
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app.js";
+import type { MetricsRecorder } from "./metrics/recorder.js";
 import type { Runtime } from "./runtime.js";
 
-export async function startApi(runtime: Runtime): Promise<FastifyInstance> {
+export async function startApi(
+  runtime: Runtime,
+  metrics?: MetricsRecorder,
+): Promise<FastifyInstance> {
   const app = await buildApp({
     config: runtime.config,
     database: runtime.database,
     logger: runtime.logger,
     redis: runtime.redis,
     queue: runtime.queue,
+    metrics,
   });
   await app.listen({ port: runtime.config.port, host: runtime.config.host });
   return app;

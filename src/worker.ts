@@ -1,3 +1,4 @@
+import type { MetricsRecorder } from "./metrics/recorder.js";
 import type { Runtime } from "./runtime.js";
 import { createDeliveryWorker } from "./webhooks/delivery-worker.js";
 import { listenForReleasedDeliveries } from "./webhooks/held-delivery-release.js";
@@ -10,13 +11,16 @@ import { startRelayLoop } from "./webhooks/relay-loop.js";
  * that stops it gracefully and closes what it holds.
  */
 export async function startWorker(
-  runtime: Pick<Runtime, "config" | "database" | "logger" | "queue">,
+  runtime: Pick<Runtime, "config" | "database" | "logger" | "queue"> & {
+    metrics?: MetricsRecorder;
+  },
 ): Promise<() => Promise<void>> {
   const webhookRuntime = {
     db: runtime.database.db,
     config: runtime.config,
     logger: runtime.logger,
     queue: runtime.queue,
+    metrics: runtime.metrics,
   };
   const deliveries = createDeliveryWorker(webhookRuntime);
   await runtime.queue.startWorker(deliveries.handlers, {

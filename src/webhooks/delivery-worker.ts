@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
+import type { MetricsRecorder } from "../metrics/recorder.js";
 import type { DeliveryTrigger, WorkspaceJobs } from "../queue/jobs.js";
 import type { JobHandlers, JobQueue } from "../queue/queue.js";
 import { createCircuitBreakers } from "./circuit-breaker.js";
@@ -14,6 +15,8 @@ export type WebhookRuntime = {
   config: Config;
   logger: WebhookLog;
   queue: JobQueue<WorkspaceJobs>;
+  /** The worker's metrics: its delivery attempts and their lag. */
+  metrics?: MetricsRecorder;
 };
 
 /** The worker's delivery machinery: its job handlers, and the breakers' probe for the loops. */

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import { changeEvents, webhookDeliveries, webhooks } from "../db/schema/index.js";
+import { type MetricsRecorder, NO_METRICS } from "../metrics/recorder.js";
 import type { DeliveryTrigger } from "../queue/jobs.js";
 import { type AttemptRecord, writeAttempts } from "./attempt-log.js";
 import { grouped } from "./grouped.js";
@@ -16,7 +17,13 @@ import { computeSignature } from "./verify.js";
 /** What the webhook code logs with: a pino logger or a request's child of it. */
 export type WebhookLog = Pick<Logger, "info" | "warn" | "error">;
 
-export type DeliveryDeps = { db: Db; config: Config; logger: WebhookLog };
+export type DeliveryDeps = {
+  db: Db;
+  config: Config;
+  logger: WebhookLog;
+  /** Counts the attempts and the lag of arrived deliveries; nothing is counted without one. */
+  metrics?: MetricsRecorder;
+};
 
 // A job that fires a little early (clock skew between processes) still counts as due.
 const DUE_SLACK_MS = 5_000;
@@ -212,7 +219,12 @@ export type DeliveryPipeline = {
  * Owns what attempts share: the signing-secret cache, the HTTP agents, and the grouped reads and
  * writes (attempts that start or finish together share one statement).
  */
-export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): DeliveryPipeline {
+export function createDeliveryPipeline({
+  db,
+  config,
+  logger,
+  metrics = NO_METRICS,
+}: DeliveryDeps): DeliveryPipeline {
   const http = createWebhookHttpClient();
   const signingSecret = createSigningSecretCache(config.secretKey);
   const byId = (id: string) => id;
@@ -262,6 +274,11 @@ export function createDeliveryPipeline({ db, config, logger }: DeliveryDeps): De
       if (trigger !== "manual" && !(await claimDelivery(deliveryId))) return null;
       const attemptedAt = new Date();
       const { outcome, headers } = await send(loaded);
+      metrics.countDeliveryAttempt(outcome.kind);
+      // Once per delivery: an admin's redelivery of a delivered one has arrived before.
+      if (outcome.ok && loaded.delivery.status !== "delivered") {
+        metrics.observeDeliveryLag((Date.now() - loaded.event.occurredAt.getTime()) / 1000);
+      }
       const next: NextState = outcome.ok
         ? { status: "delivered", nextAttemptAt: null }
         : nextStateAfterFailure(config, loaded, trigger);

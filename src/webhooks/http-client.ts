@@ -1,6 +1,7 @@
 import { lookup as systemLookup } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
 import type { Agent, buildConnector } from "undici";
+import type { DeliveryAttemptOutcome } from "../metrics/recorder.js";
 import { isForbiddenAddress, type WebhookNetwork } from "./url-policy.js";
 
 /**
@@ -22,6 +23,8 @@ interface WebhookPostOptions extends WebhookNetwork {
 
 export interface DeliveryOutcome {
   ok: boolean;
+  /** How the attempt ended: a 2xx, another status, the deadline, a refused address, the network. */
+  kind: DeliveryAttemptOutcome;
   statusCode: number | null;
   error: string | null;
   durationMs: number;
@@ -167,8 +170,9 @@ async function postWith(
   const received: Buffer[] = [];
   let receivedBytes = 0;
 
-  const outcome = (error: string | null): DeliveryOutcome => ({
+  const outcome = (kind: DeliveryAttemptOutcome, error: string | null): DeliveryOutcome => ({
     ok: error === null,
+    kind,
     statusCode,
     error,
     durationMs: Math.round(performance.now() - startedAt),
@@ -199,15 +203,16 @@ async function postWith(
   } catch (error) {
     // Our own signal is the only thing that aborts, so its state says "timed out" without
     // inspecting which error class undici surfaced it as.
-    if (signal.aborted) return outcome(`timed out after ${describeTimeout(timeoutMs)}`);
-    return outcome(describeError(error));
+    if (signal.aborted) return outcome("timeout", `timed out after ${describeTimeout(timeoutMs)}`);
+    const kind = error instanceof ForbiddenAddressError ? "refused_address" : "network_error";
+    return outcome(kind, describeError(error));
   }
 
-  if (statusCode >= 200 && statusCode < 300) return outcome(null);
+  if (statusCode >= 200 && statusCode < 300) return outcome("delivered", null);
   if (statusCode >= 300 && statusCode < 400) {
-    return outcome(`HTTP ${statusCode} (redirects are not followed)`);
+    return outcome("failed_status", `HTTP ${statusCode} (redirects are not followed)`);
   }
-  return outcome(`HTTP ${statusCode}`);
+  return outcome("failed_status", `HTTP ${statusCode}`);
 }
 
 export type WebhookHttpClient = {
