@@ -40,6 +40,12 @@ export type Metrics = {
   close(): void;
 };
 
+const ACTIVE_TOTAL_GAUGES = [
+  "nodejs_active_handles_total",
+  "nodejs_active_requests_total",
+  "nodejs_active_resources_total",
+];
+
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 // 5 ms to 7 days: a delivery that arrives on a quick retry or a daily pass shows too.
 const LAG_BUCKETS = [
@@ -91,6 +97,9 @@ export async function createMetrics(deps: MetricsDependencies): Promise<Metrics>
   const registers = [registry];
   const deadlineMs = deps.settings.readingTimeoutMs;
   client.collectDefaultMetrics({ register: registry });
+  // Gauges named like counters, which `promtool check metrics` flags; nodejs_active_handles and
+  // nodejs_active_resources hold the same counts by type.
+  for (const name of ACTIVE_TOTAL_GAUGES) registry.removeSingleMetric(name);
 
   const requestDuration = new client.Histogram({
     name: "http_server_request_duration_seconds",
