@@ -152,3 +152,18 @@ describe("PUBLIC_URL", () => {
     expect(config.httpsOnly).toBe(false);
   });
 });
+
+describe("METRICS_PORT", () => {
+  it("is unset by default: no metrics listener", () => {
+    expect(loadConfig(base).metrics).toBeUndefined();
+  });
+
+  it("opens the listener on the loopback unless METRICS_HOST says otherwise", () => {
+    expect(loadConfig({ ...base, METRICS_PORT: "9464" }).metrics).toEqual({
+      port: 9464,
+      host: "127.0.0.1",
+      readingTimeoutMs: 1000,
+    });
+    expect(() => loadConfig({ ...base, METRICS_PORT: "70000" })).toThrow(/METRICS_PORT/);
+  });
+});

@@ -146,6 +146,20 @@ describe("the metrics listener of each process kind", () => {
       if (answer.status === 429) refused += 1;
     }
     expect(refused).toBe(1);
+    // A password check (argon2) on a busy machine may take longer than call()'s hang limit.
+    const login = await call(`${serve.url}/login`);
+    const _csrf = /name="_csrf" value="([^"]+)"/.exec(login.text)?.[1] ?? "";
+    const cookie = login.headers
+      .getSetCookie()
+      .map((header) => header.split(";")[0])
+      .join("; ");
+    const signIn = await fetch(`${serve.url}/login`, {
+      method: "POST",
+      headers: { cookie, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ _csrf, email: "nobody@x.example", password: "wrong" }),
+      redirect: "manual",
+    });
+    expect(signIn.status).toBe(401);
 
     const text = await scrape("serve");
     const count = (route: string, method: string, status: number) =>
@@ -163,6 +177,7 @@ describe("the metrics listener of each process kind", () => {
     expect(sample(text, 'auth_failures_total{kind="missing_token"}')).toBe(1);
     expect(sample(text, 'auth_failures_total{kind="invalid_token"}')).toBe(1);
     expect(sample(text, 'auth_failures_total{kind="insufficient_scope"}')).toBe(1);
+    expect(sample(text, 'auth_failures_total{kind="sign_in"}')).toBe(1);
     expect(sample(text, 'rate_limit_rejections_total{limit="api"}')).toBe(1);
     expect(sample(text, "idempotency_replays_total")).toBe(1);
     expect(sample(text, "postgres_pool_connections")).toBeGreaterThan(0);
