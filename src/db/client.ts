@@ -13,7 +13,7 @@ export function rowsOf<T>(result: unknown): T[] {
 }
 
 /** A connection pool's connections: open, idle, and the queries waiting for one. */
-export type PoolCounts = { total: number; idle: number; waiting: number };
+type PoolCounts = { total: number; idle: number; waiting: number };
 
 export type Database = {
   db: Db;
