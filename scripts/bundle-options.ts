@@ -17,6 +17,8 @@ export const BUNDLE_OPTIONS: BuildOptions = {
     "pino-pretty",
     // Piscina starts its threads from its own files, found beside its package.
     "piscina",
+    // Loaded only with METRICS_PORT: a process without it does not even parse it.
+    "prom-client",
   ],
   // The bundled CommonJS packages call require() for Node's own modules.
   banner: {
