@@ -154,11 +154,8 @@ describe("PUBLIC_URL", () => {
 });
 
 describe("METRICS_PORT", () => {
-  it("is unset by default: no metrics listener", () => {
+  it("opens no listener when unset, and one on the loopback unless METRICS_HOST says otherwise", () => {
     expect(loadConfig(base).metrics).toBeUndefined();
-  });
-
-  it("opens the listener on the loopback unless METRICS_HOST says otherwise", () => {
     expect(loadConfig({ ...base, METRICS_PORT: "9464" }).metrics).toEqual({
       port: 9464,
       host: "127.0.0.1",
