@@ -13,6 +13,7 @@ export type MetricsListener = {
   markServing(): void;
   /** SIGTERM: /readyz answers 503 from now on, while in-flight work finishes. */
   markDraining(): void;
+  /** Stops listening, then closes the metrics it served. */
   close(): Promise<void>;
 };
 
@@ -88,10 +89,12 @@ export async function startMetricsListener(
     markDraining() {
       phase = "draining";
     },
-    close: () =>
-      new Promise<void>((resolve) => {
+    async close() {
+      await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      });
+      metrics.close();
+    },
   };
 }
