@@ -26,7 +26,7 @@ const layers = [
   { name: "core", path: "^src/core/" },
   {
     name: "infrastructure",
-    path: "^src/(db/|queue/|richtext/|tracing/|config\\.ts$|logger\\.ts$)",
+    path: "^src/(db/|queue/|richtext/|tracing/|metrics/|config\\.ts$|logger\\.ts$)",
   },
 ];
 
@@ -48,6 +48,7 @@ const partNames = [
   "http/",
   "core/",
   "richtext/",
+  "metrics/",
   "db/",
   "queue/",
   "tracing/",

@@ -27,8 +27,10 @@ COPY --chown=node:node migrations ./migrations
 COPY --chown=node:node views ./views
 USER node
 EXPOSE 3000
-ENV HOST=0.0.0.0 PORT=3000
-HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:3000/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
+# Every process kind (start, serve, worker) answers /healthz on its metrics listener, so one check
+# fits them all. It stays on the container's loopback unless METRICS_HOST says otherwise.
+ENV HOST=0.0.0.0 PORT=3000 METRICS_PORT=9464
+HEALTHCHECK --interval=30s --timeout=5s CMD node -e "fetch('http://127.0.0.1:'+process.env.METRICS_PORT+'/healthz').then(r=>process.exit(r.ok?0:1)).catch(()=>process.exit(1))"
 # The same Node flag as `npm start`: V8 collects sooner and keeps the heap nearer its live size.
 ENTRYPOINT ["node", "--heap-growing-percent=40", "dist/svc.mjs"]
 CMD ["start"]

@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import type { Round, RoundResult } from "./load.js";
+import { scrapeEvery15Seconds, withMetricsListener } from "./metrics-scrape.js";
 import {
   createDatabase,
   freePort,
@@ -204,8 +205,10 @@ export async function measureApi(
         env,
       ),
     ) as { token: string };
-    const service = startProcess("npm", ["start"], env);
+    const observed = await withMetricsListener(env);
+    const service = startProcess("npm", ["start"], observed.env);
     processes.push(service);
+    const stopScraping = scrapeEvery15Seconds(observed.metricsUrl);
     const twin = startProcess(process.execPath, ["--import", "tsx", "bench/twin.ts"], {
       ...env,
       PORT: String(twinPort),
@@ -255,6 +258,7 @@ export async function measureApi(
       );
       results.push(result);
     }
+    stopScraping();
     const peakRssMiB = Math.max(...results.map((result) => result.peakRssMiB));
     return { endpoints: results, peakRssMiB };
   } finally {

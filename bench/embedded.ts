@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import type { Round, RoundResult } from "./load.js";
+import { scrapeEvery15Seconds, withMetricsListener } from "./metrics-scrape.js";
 import {
   freePort,
   median,
@@ -31,11 +32,21 @@ async function timedStart(dataDir: string, port: number) {
     PORT: String(port),
     RATE_LIMIT_MAX: "1000000000",
   };
+  const observed = await withMetricsListener(env);
   const started = performance.now();
-  const service = startProcess("npm", ["start"], env);
+  const service = startProcess("npm", ["start"], observed.env);
   const stopSampling = samplePeakRss(service.child.pid ?? 0);
   await waitForOk(`http://127.0.0.1:${port}/healthz`, service);
-  return { service, ms: performance.now() - started, stopSampling };
+  const ms = performance.now() - started;
+  const stopScraping = scrapeEvery15Seconds(observed.metricsUrl);
+  return {
+    service,
+    ms,
+    stopSampling: () => {
+      stopScraping();
+      return stopSampling();
+    },
+  };
 }
 
 export async function measureEmbedded(log: (line: string) => void): Promise<EmbeddedResults> {

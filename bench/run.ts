@@ -7,6 +7,8 @@
  *
  * `npm run bench -- pipeline` (or api, scaling, embedded, mechanisms, in any combination) runs
  * only those parts. `mechanisms` measures each speed mechanism on and off (bench/mechanisms.ts).
+ * `BENCH_METRICS=1 npm run bench` runs the service of the api and embedded parts with its metrics
+ * listener on (METRICS_PORT), scraped every 15 s as Prometheus would (bench/metrics-scrape.ts).
  */
 import { execFileSync } from "node:child_process";
 import os from "node:os";

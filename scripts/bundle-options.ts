@@ -19,6 +19,8 @@ export const BUNDLE_OPTIONS: BuildOptions = {
     "piscina",
     // Read only when tracing is on (src/tracing/otel-tracer.ts), never parsed otherwise.
     "@opentelemetry/*",
+    // Loaded only with METRICS_PORT: a process without it does not even parse it.
+    "prom-client",
   ],
   // The bundled CommonJS packages call require() for Node's own modules.
   banner: {

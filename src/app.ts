@@ -17,7 +17,7 @@ import { registerApiReference } from "./http/api-reference.js";
 import { bearerLookup, registerBearerAuth } from "./http/auth.js";
 import { registerCors } from "./http/cors.js";
 import { failure, registerErrorHandler } from "./http/error-handler.js";
-import { registerHealthRoutes } from "./http/health.js";
+import { readinessCheck, registerHealthRoutes } from "./http/health.js";
 import { registerIdempotency } from "./http/idempotency.js";
 import { API_PREFIX, openApiOptions } from "./http/openapi.js";
 import { registerRateLimit } from "./http/rate-limit.js";
@@ -26,6 +26,7 @@ import { loggableUrl, RequestLog } from "./http/request-log.js";
 import { RequestPathRedis } from "./http/request-path-redis.js";
 import { registerRequestSpans } from "./http/request-spans.js";
 import { deferNotFoundForImpossibleIds } from "./http/unknown-ids.js";
+import { type MetricsRecorder, NO_METRICS } from "./metrics/recorder.js";
 import { changeEventsAsMarkdown } from "./modules/change-events/catalogue.js";
 import { moduleRoutes } from "./modules/routes.js";
 import { PrincipalCache } from "./modules/tokens/principal-cache.js";
@@ -54,6 +55,8 @@ export type AppDependencies = {
   redis?: Redis;
   /** Puts each request in a span (tracing on). */
   tracer?: Tracer;
+  /** What requests count (durations, refusals, replays); nothing without METRICS_PORT. */
+  metrics?: MetricsRecorder;
 };
 
 declare module "fastify" {
@@ -65,6 +68,7 @@ declare module "fastify" {
     config: Config;
     /** Worker threads converting markdown bodies; the app closes them when it closes. */
     markdown: MarkdownPool;
+    metrics: MetricsRecorder;
   }
 }
 
@@ -106,6 +110,18 @@ async function registerBrowserPages(app: FastifyInstance, deps: AppDependencies)
   await app.register(signInRoutes, { config: deps.config });
   await app.register(authorizeRoutes, { config: deps.config });
   await app.register(adminRoutes, { config: deps.config, prefix: "/admin" });
+}
+
+/** The route label of a request no route matched: never its URL, which anyone may invent. */
+const UNMATCHED_ROUTE = "unmatched";
+
+/** Every answer's duration by route pattern, refusals (auth, validation, rate limit) included. */
+function measureRequests(app: FastifyInstance, metrics: MetricsRecorder): void {
+  app.addHook("onResponse", (request, reply, done) => {
+    const route = request.routeOptions.url ?? UNMATCHED_ROUTE;
+    metrics.observeRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+    done();
+  });
 }
 
 const MALFORMED_URL = "The request URL is malformed";
@@ -182,6 +198,9 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.decorate("principals", principals);
   app.decorate("queue", withEnqueueDeadline(deps.queue, deps.config.queueCommandTimeoutMs));
   app.decorate("config", deps.config);
+  const metrics = deps.metrics ?? NO_METRICS;
+  app.decorate("metrics", metrics);
+  if (metrics.enabled) measureRequests(app, metrics);
   const markdown = new MarkdownPool(deps.config.richText, deps.logger);
   app.addHook("onClose", () => markdown.close());
   app.decorate("markdown", markdown);
@@ -206,7 +225,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.setNotFoundHandler(answerUnknownPage);
   // The rate limit and readiness share it: a command left unanswered holds back both.
   const redis = deps.redis === undefined ? undefined : new RequestPathRedis(deps.redis);
-  registerHealthRoutes(app, deps.database, redis, deps.config.readinessTimeoutMs);
+  registerHealthRoutes(app, readinessCheck(deps.database, redis, deps.config.readinessTimeoutMs));
   const publicClientOrigins = new PublicClientOrigins(deps.database.db);
   await app.register((api) => registerApi(api, deps, redis, publicClientOrigins), {
     prefix: API_PREFIX,

@@ -18,6 +18,9 @@ const environmentSchema = z.object({
   REDIS_COMMAND_TIMEOUT_MS: positiveInt.default(50),
   QUEUE_COMMAND_TIMEOUT_MS: positiveInt.default(500),
   READINESS_TIMEOUT_MS: positiveInt.default(500),
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  METRICS_HOST: z.string().min(1).default("127.0.0.1"),
+  METRICS_READING_TIMEOUT_MS: positiveInt.default(1000),
   DATA_DIR: z.string().min(1).default("./data"),
   SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
@@ -324,6 +327,19 @@ const configSchema = environmentSchema.transform((e, context) => {
     queueCommandTimeoutMs: e.QUEUE_COMMAND_TIMEOUT_MS,
     /** Deadline of each dependency check of /readyz. */
     readinessTimeoutMs: e.READINESS_TIMEOUT_MS,
+    /**
+     * The listener of /metrics, /healthz and /readyz, apart from the API's port; undefined
+     * without METRICS_PORT: no listener, and nothing is measured.
+     */
+    metrics:
+      e.METRICS_PORT === undefined
+        ? undefined
+        : {
+            port: e.METRICS_PORT,
+            host: e.METRICS_HOST,
+            /** Deadline of each reading a scrape makes (Postgres, Redis, the queue). */
+            readingTimeoutMs: e.METRICS_READING_TIMEOUT_MS,
+          },
     /** Embedded mode: PGlite under dataDir instead of DATABASE_URL. */
     embedded: e.DATABASE_URL === undefined,
     dataDir,

@@ -1,8 +1,12 @@
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "./app.js";
+import type { MetricsRecorder } from "./metrics/recorder.js";
 import type { Runtime } from "./runtime.js";
 
-export async function startApi(runtime: Runtime): Promise<FastifyInstance> {
+export async function startApi(
+  runtime: Runtime,
+  metrics?: MetricsRecorder,
+): Promise<FastifyInstance> {
   const app = await buildApp({
     config: runtime.config,
     database: runtime.database,
@@ -10,6 +14,7 @@ export async function startApi(runtime: Runtime): Promise<FastifyInstance> {
     redis: runtime.redis,
     queue: runtime.queue,
     tracer: runtime.tracer,
+    metrics,
   });
   await app.listen({ port: runtime.config.port, host: runtime.config.host });
   return app;

@@ -1,3 +1,4 @@
+import type { MetricsRecorder } from "./metrics/recorder.js";
 import type { Runtime } from "./runtime.js";
 import { createDeliveryWorker } from "./webhooks/delivery-worker.js";
 import { listenForReleasedDeliveries } from "./webhooks/held-delivery-release.js";
@@ -11,7 +12,7 @@ import { startRelayLoop } from "./webhooks/relay-loop.js";
  */
 export async function startWorker(
   runtime: Pick<Runtime, "config" | "database" | "logger" | "queue"> &
-    Partial<Pick<Runtime, "tracer">>,
+    Partial<Pick<Runtime, "tracer">> & { metrics?: MetricsRecorder },
 ): Promise<() => Promise<void>> {
   const webhookRuntime = {
     db: runtime.database.db,
@@ -19,6 +20,7 @@ export async function startWorker(
     logger: runtime.logger,
     queue: runtime.queue,
     tracer: runtime.tracer,
+    metrics: runtime.metrics,
   };
   const deliveries = createDeliveryWorker(webhookRuntime);
   await runtime.queue.startWorker(deliveries.handlers, {

@@ -12,6 +12,9 @@ export function rowsOf<T>(result: unknown): T[] {
   return (result as { rows: T[] }).rows;
 }
 
+/** A connection pool's connections: open, idle, and the queries waiting for one. */
+type PoolCounts = { total: number; idle: number; waiting: number };
+
 export type Database = {
   db: Db;
   kind: "postgres" | "pglite";
@@ -23,6 +26,8 @@ export type Database = {
   /** Applies pending migrations; concurrent callers on Postgres wait on an advisory lock. */
   migrate(): Promise<void>;
   ping(): Promise<void>;
+  /** The pool's counts; undefined for PGlite, a single connection in the process. */
+  poolCounts(): PoolCounts | undefined;
   close(): Promise<void>;
 };
 

@@ -69,6 +69,7 @@ export async function openPglite(
     async ping() {
       await db.execute(sql`select 1`);
     },
+    poolCounts: () => undefined,
     close: () => client.close(),
   };
 }

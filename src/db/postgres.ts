@@ -84,6 +84,11 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     async ping() {
       await db.execute(sql`select 1`);
     },
+    poolCounts: () => ({
+      total: pool.totalCount,
+      idle: pool.idleCount,
+      waiting: pool.waitingCount,
+    }),
     async close() {
       await listener.close();
       await pool.end();

@@ -49,9 +49,12 @@ async function authenticateRequest(
 ): Promise<Principal> {
   const principal = await lookup(request);
   if (principal !== null) return principal;
-  throw BEARER.test(request.headers.authorization ?? "")
-    ? new InvalidToken("The bearer token is unknown, revoked or expired")
-    : new InvalidToken();
+  if (BEARER.test(request.headers.authorization ?? "")) {
+    request.server.metrics.countAuthFailure("invalid_token");
+    throw new InvalidToken("The bearer token is unknown, revoked or expired");
+  }
+  request.server.metrics.countAuthFailure("missing_token");
+  throw new InvalidToken();
 }
 
 /**
@@ -67,6 +70,7 @@ export function registerBearerAuth(app: FastifyInstance, lookup: BearerLookup): 
     const requireToken: onRequestAsyncHookHandler = async (request) => {
       const principal = await authenticateRequest(lookup, request);
       if (access !== "any-token" && !principal.scopes.includes(access)) {
+        request.server.metrics.countAuthFailure("insufficient_scope");
         throw new InsufficientScope(access);
       }
       request.principal = principal;

@@ -5,6 +5,12 @@ import type { RequestPathRedis } from "./request-path-redis.js";
 
 type CheckStatus = "ok" | "unavailable";
 
+/** What /readyz answers: its status code and body. */
+export type Readiness = {
+  ready: boolean;
+  body: { status: "ok" | "unavailable"; checks: Record<string, CheckStatus> };
+};
+
 /** A probe that fails or does not answer within the deadline reports its dependency unavailable. */
 async function check(deadlineMs: number, probe: () => Promise<unknown>): Promise<CheckStatus> {
   const answered = probe().then(
@@ -16,17 +22,15 @@ async function check(deadlineMs: number, probe: () => Promise<unknown>): Promise
 }
 
 /**
- * Liveness and readiness at the service root, for orchestrators. The readiness checks run side
- * by side, each within READINESS_TIMEOUT_MS, so /readyz answers in time whatever they do.
+ * Whether the process's dependencies answer: the checks run side by side, each within
+ * READINESS_TIMEOUT_MS, so readiness is known in time whatever they do.
  */
-export function registerHealthRoutes(
-  app: FastifyInstance,
-  database: Database,
+export function readinessCheck(
+  database: Pick<Database, "ping">,
   redis: RequestPathRedis | undefined,
   readinessTimeoutMs: number,
-): void {
-  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
-  app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
+): () => Promise<Readiness> {
+  return async () => {
     const [databaseStatus, redisStatus] = await Promise.all([
       check(readinessTimeoutMs, () => database.ping()),
       redis === undefined
@@ -36,6 +40,15 @@ export function registerHealthRoutes(
     const checks: Record<string, CheckStatus> = { database: databaseStatus };
     if (redisStatus !== undefined) checks.redis = redisStatus;
     const ready = Object.values(checks).every((status) => status === "ok");
-    return reply.code(ready ? 200 : 503).send({ status: ready ? "ok" : "unavailable", checks });
+    return { ready, body: { status: ready ? "ok" : "unavailable", checks } };
+  };
+}
+
+/** Liveness and readiness at the service root, for orchestrators. */
+export function registerHealthRoutes(app: FastifyInstance, readiness: () => Promise<Readiness>) {
+  app.get("/healthz", { schema: { hide: true } }, async () => ({ status: "ok" }));
+  app.get("/readyz", { schema: { hide: true } }, async (_request, reply) => {
+    const { ready, body } = await readiness();
+    return reply.code(ready ? 200 : 503).send(body);
   });
 }

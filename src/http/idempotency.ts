@@ -101,6 +101,7 @@ async function claimOrReplay(request: FastifyRequest, reply: FastifyReply): Prom
       "Idempotency-Key: a request with this key is still running; retry once it has finished",
     );
   }
+  request.server.metrics.countIdempotencyReplay();
   return reply
     .code(held.responseStatus)
     .header(REPLAYED_HEADER, "true")

@@ -178,6 +178,7 @@ export async function registerRateLimit(
     timeWindow: config.rateLimit.windowSeconds * 1000,
     keyGenerator: rateLimitKey(lookup, overBudget),
     onExceeded: (_request, key) => {
+      app.metrics.countRateLimitRejection("api");
       if (key.startsWith("ip:")) overBudget.markSpent(key.slice("ip:".length));
     },
     enableDraftSpec: true,

@@ -25,14 +25,19 @@ export async function authenticateClient(
   const attempt = await limiter.guard(keys, () =>
     verifyClientCredentials(request.server.db, token),
   );
+  const { metrics } = request.server;
   if (attempt.limited) {
+    metrics.countRateLimitRejection("auth_failures");
     throw new TokenError(
       "invalid_client",
       `Too many failed client authentications from this address; retry in ${attempt.retryAfterSeconds} seconds`,
       { retryAfterSeconds: attempt.retryAfterSeconds },
     );
   }
-  if (attempt.value instanceof TokenError) throw attempt.value;
+  if (attempt.value instanceof TokenError) {
+    metrics.countAuthFailure("client_authentication");
+    throw attempt.value;
+  }
   return attempt.value;
 }
 

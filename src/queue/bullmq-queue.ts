@@ -100,6 +100,15 @@ export function createBullmqQueue<J extends JobMap>(options: BullmqQueueOptions)
       await queue.upsertJobScheduler(name, { pattern: cron }, { name, data: payload });
     },
 
+    async counts() {
+      const counts = await queue.getJobCounts("waiting", "active", "delayed");
+      return {
+        waiting: counts.waiting ?? 0,
+        active: counts.active ?? 0,
+        delayed: counts.delayed ?? 0,
+      };
+    },
+
     async close() {
       await worker?.close();
       await worker?.disconnect();

@@ -29,6 +29,7 @@ export function withEnqueueDeadline<J extends JobMap>(
     enqueueMany: (name, jobs) => enqueued(deadlineMs, queue.enqueueMany(name, jobs)),
     startWorker: (handlers, options) => queue.startWorker(handlers, options),
     schedule: (name, cron, payload) => queue.schedule(name, cron, payload),
+    counts: () => queue.counts(),
     close: () => queue.close(),
   };
 }

@@ -113,6 +113,10 @@ export function createInProcessQueue<J extends JobMap>(logger: Logger): JobQueue
       arm();
     },
 
+    async counts() {
+      return { waiting: waiting.length, active: running.size, delayed: timers.size };
+    },
+
     async close() {
       closed = true;
       for (const timer of timers) clearTimeout(timer);

@@ -11,6 +11,9 @@ export type EnqueueOptions = {
   delayMs?: number;
 };
 
+/** Jobs by state, for the metrics: queued now, running, and waiting for their time. */
+export type QueueCounts = { waiting: number; active: number; delayed: number };
+
 /**
  * The one queue interface; BullMQ (with REDIS_URL) and the in-process adapter (embedded mode)
  * implement it, and the job code is shared.
@@ -30,6 +33,7 @@ export interface JobQueue<J extends JobMap> {
   startWorker(handlers: JobHandlers<J>, options?: { concurrency?: number }): Promise<void>;
   /** Runs `name` on a cron pattern (one scheduler per name, replaced on restart). */
   schedule<K extends keyof J & string>(name: K, cron: string, payload: J[K]): Promise<void>;
+  counts(): Promise<QueueCounts>;
   close(): Promise<void>;
 }
 

@@ -168,6 +168,7 @@ export async function registerBrowserPlumbing(app: FastifyInstance, config: Conf
     max: config.pageRateLimitMax,
     timeWindow: 60_000,
     keyGenerator: (request) => `page:${clientAddress(request.ip)}`,
+    onExceeded: () => app.metrics.countRateLimitRejection("pages"),
     // People read pages, not counters: only a refusal says when to come back, and no page's bytes
     // depend on how many came before it (a foreign id's page equals an unknown one's).
     addHeadersOnExceeding: NO_COUNTER_HEADERS,

@@ -174,13 +174,16 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
       known ? undefined : failureKeys.signInAccount(form.email),
     );
     if (attempt.limited) {
+      app.metrics.countRateLimitRejection("auth_failures");
       return renderTooMany(request, reply, form, "failed sign-ins from this address", attempt);
     }
     const verdict = attempt.value;
     if (verdict.kind === "capped") {
+      app.metrics.countRateLimitRejection("auth_failures");
       return renderTooMany(request, reply, form, "sign-in attempts on this account", verdict);
     }
     if (verdict.kind !== "member") {
+      app.metrics.countAuthFailure("sign_in");
       return renderSignIn(
         request,
         reply,

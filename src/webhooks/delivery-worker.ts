@@ -1,5 +1,6 @@
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
+import type { MetricsRecorder } from "../metrics/recorder.js";
 import type { DeliveryTrigger, WorkspaceJobs } from "../queue/jobs.js";
 import type { JobHandlers, JobQueue } from "../queue/queue.js";
 import type { Tracer } from "../tracing/tracer.js";
@@ -16,6 +17,8 @@ export type WebhookRuntime = {
   logger: WebhookLog;
   queue: JobQueue<WorkspaceJobs>;
   tracer?: Tracer;
+  /** The worker's metrics: its delivery attempts and their lag. */
+  metrics?: MetricsRecorder;
 };
 
 /** The worker's delivery machinery: its job handlers, and the breakers' probe for the loops. */

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import { changeEvents, webhookDeliveries, webhooks } from "../db/schema/index.js";
+import { type MetricsRecorder, NO_METRICS } from "../metrics/recorder.js";
 import type { DeliveryTrigger } from "../queue/jobs.js";
 import { inSpan, type Span, type Tracer } from "../tracing/tracer.js";
 import { type AttemptRecord, writeAttempts } from "./attempt-log.js";
@@ -23,6 +24,8 @@ export type DeliveryDeps = {
   logger: WebhookLog;
   /** Puts each attempt in a span linked to the request that wrote the change (tracing on). */
   tracer?: Tracer;
+  /** Counts the attempts and the lag of arrived deliveries; nothing is counted without one. */
+  metrics?: MetricsRecorder;
 };
 
 // A job that fires a little early (clock skew between processes) still counts as due.
@@ -224,6 +227,7 @@ export function createDeliveryPipeline({
   config,
   logger,
   tracer,
+  metrics = NO_METRICS,
 }: DeliveryDeps): DeliveryPipeline {
   const http = createWebhookHttpClient();
   const signingSecret = createSigningSecretCache(config.secretKey);
@@ -280,6 +284,11 @@ export function createDeliveryPipeline({
     });
     const attemptedAt = new Date();
     const { outcome, headers } = await send(loaded);
+    metrics.countDeliveryAttempt(outcome.kind);
+    // Once per delivery: an admin's redelivery of a delivered one has arrived before.
+    if (outcome.ok && loaded.delivery.status !== "delivered") {
+      metrics.observeDeliveryLag((Date.now() - loaded.event.occurredAt.getTime()) / 1000);
+    }
     const next: NextState = outcome.ok
       ? { status: "delivered", nextAttemptAt: null }
       : nextStateAfterFailure(config, loaded, trigger);

@@ -1,6 +1,7 @@
 import { lookup as systemLookup } from "node:dns";
 import { isIP, type LookupFunction } from "node:net";
 import type { Agent, buildConnector } from "undici";
+import type { DeliveryAttemptOutcome } from "../metrics/recorder.js";
 import { isForbiddenAddress, type WebhookNetwork } from "./url-policy.js";
 
 /**
@@ -20,17 +21,10 @@ interface WebhookPostOptions extends WebhookNetwork {
   timeoutMs?: number;
 }
 
-/** How an attempt ended, in a word: what logs (and counters) group attempts by. */
-type DeliveryOutcomeKind =
-  | "delivered"
-  | "failed_status"
-  | "timeout"
-  | "refused_address"
-  | "network_error";
-
 export interface DeliveryOutcome {
   ok: boolean;
-  kind: DeliveryOutcomeKind;
+  /** How the attempt ended: a 2xx, another status, the deadline, a refused address, the network. */
+  kind: DeliveryAttemptOutcome;
   statusCode: number | null;
   error: string | null;
   durationMs: number;
@@ -176,7 +170,7 @@ async function postWith(
   const received: Buffer[] = [];
   let receivedBytes = 0;
 
-  const outcome = (kind: DeliveryOutcomeKind, error: string | null): DeliveryOutcome => ({
+  const outcome = (kind: DeliveryAttemptOutcome, error: string | null): DeliveryOutcome => ({
     ok: error === null,
     kind,
     statusCode,

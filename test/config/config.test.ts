@@ -198,3 +198,15 @@ describe("tracing (OTEL_*)", () => {
     ).toThrow(/OTEL_BSP_MAX_EXPORT_BATCH_SIZE/);
   });
 });
+
+describe("METRICS_PORT", () => {
+  it("opens no listener when unset, and one on the loopback unless METRICS_HOST says otherwise", () => {
+    expect(loadConfig(base).metrics).toBeUndefined();
+    expect(loadConfig({ ...base, METRICS_PORT: "9464" }).metrics).toEqual({
+      port: 9464,
+      host: "127.0.0.1",
+      readingTimeoutMs: 1000,
+    });
+    expect(() => loadConfig({ ...base, METRICS_PORT: "70000" })).toThrow(/METRICS_PORT/);
+  });
+});

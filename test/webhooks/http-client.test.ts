@@ -93,6 +93,7 @@ describe("postWebhook", () => {
     );
 
     expect(outcome).toMatchObject({
+      kind: "delivered",
       ok: true,
       statusCode: 202,
       error: null,
@@ -118,6 +119,7 @@ describe("postWebhook", () => {
     const outcome = await postWebhook({ url: receiver.origin, body, headers }, development);
 
     expect(outcome).toMatchObject({
+      kind: "failed_status",
       ok: false,
       statusCode: 500,
       error: "HTTP 500",
@@ -133,6 +135,7 @@ describe("postWebhook", () => {
     const outcome = await postWebhook({ url: receiver.origin, body, headers }, development);
 
     expect(outcome).toMatchObject({
+      kind: "failed_status",
       ok: false,
       statusCode: 410,
       error: "HTTP 410",
@@ -151,6 +154,7 @@ describe("postWebhook", () => {
     const outcome = await postWebhook({ url: redirecting.origin, body, headers }, development);
 
     expect(outcome).toMatchObject({
+      kind: "failed_status",
       ok: false,
       statusCode: 302,
       error: "HTTP 302 (redirects are not followed)",
@@ -173,6 +177,7 @@ describe("postWebhook", () => {
     );
 
     expect(outcome).toMatchObject({
+      kind: "timeout",
       ok: false,
       statusCode: null,
       error: "timed out after 300 ms",
@@ -196,6 +201,7 @@ describe("postWebhook", () => {
     );
 
     expect(outcome).toMatchObject({
+      kind: "timeout",
       ok: false,
       statusCode: 200,
       error: "timed out after 300 ms",
@@ -211,6 +217,7 @@ describe("postWebhook", () => {
 
     const outcome = await postWebhook({ url, body, headers }, development);
 
+    expect(outcome.kind).toBe("network_error");
     expect(outcome.ok).toBe(false);
     expect(outcome.statusCode).toBeNull();
     expect(outcome.responseSnippet).toBeNull();
@@ -223,6 +230,7 @@ describe("postWebhook", () => {
       development,
     );
 
+    expect(outcome.kind).toBe("network_error");
     expect(outcome.ok).toBe(false);
     expect(outcome.statusCode).toBeNull();
     expect(outcome.error).toMatch(/^request failed: .*receiver\.invalid/);
@@ -294,6 +302,7 @@ describe("postWebhook", () => {
 
     const outcome = await postWebhook({ url: receiver.origin, body, headers }, development);
 
+    expect(outcome.kind).toBe("refused_address");
     expect(outcome.error).toBe(`connection to forbidden address ${address} refused`);
     expect(receiver.requests).toHaveLength(0);
   });

@@ -1,5 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import type { Config } from "../../config.js";
+import type { MetricsListener } from "../../http/metrics-listener.js";
+import { type MetricsRecorder, NO_METRICS } from "../../metrics/recorder.js";
 import { openRuntime, type Runtime } from "../../runtime.js";
 import { cliConfig, cliLogger } from "../context.js";
 import { printLine } from "../output.js";
@@ -53,7 +55,53 @@ async function greet(runtime: Runtime): Promise<void> {
   printLine(`  Try:            curl -H "Authorization: Bearer ${demo.token}" ${api}/projects`);
 }
 
-type Running = { app?: FastifyInstance; stopWorker?: () => Promise<void> };
+type Running = {
+  app?: FastifyInstance;
+  stopWorker?: () => Promise<void>;
+  metrics?: MetricsListener;
+};
+
+/**
+ * With METRICS_PORT: the process's metrics and their listener, which answers /healthz from now
+ * on and /readyz once the process serves. Its modules (prom-client among them) load only then.
+ */
+async function listenForMetrics(
+  runtime: Runtime,
+  parts: Parts,
+): Promise<{ recorder: MetricsRecorder; listener?: MetricsListener }> {
+  const settings = runtime.config.metrics;
+  if (settings === undefined) return { recorder: NO_METRICS };
+  const [{ createMetrics }, { startMetricsListener }, { readinessCheck }, { RequestPathRedis }] =
+    await Promise.all([
+      import("../../metrics/metrics.js"),
+      import("../../http/metrics-listener.js"),
+      import("../../http/health.js"),
+      import("../../http/request-path-redis.js"),
+    ]);
+  const { readPipelineState } = await import("../../webhooks/pipeline-state.js");
+  const metrics = await createMetrics({
+    settings,
+    database: runtime.database,
+    redis: runtime.redis,
+    queue: runtime.queue,
+    serves: parts,
+    readPipelineState: parts.worker ? () => readPipelineState(runtime.database.db) : undefined,
+  });
+  const redis = runtime.redis === undefined ? undefined : new RequestPathRedis(runtime.redis);
+  try {
+    const listener = await startMetricsListener({
+      metrics,
+      readiness: readinessCheck(runtime.database, redis, runtime.config.readinessTimeoutMs),
+      host: settings.host,
+      port: settings.port,
+      logger: runtime.logger,
+    });
+    return { recorder: metrics.recorder, listener };
+  } catch (error) {
+    metrics.close();
+    throw error;
+  }
+}
 
 /**
  * The first SIGTERM or SIGINT stops accepting connections, lets in-flight requests and delivery
@@ -69,6 +117,7 @@ function exitGracefullyOnSignals(runtime: Runtime, running: Running): void {
       process.exit(1);
     }
     stopping = true;
+    running.metrics?.markDraining();
     logger.info({ signal }, "shutting down: finishing in-flight requests and deliveries");
     setTimeout(() => {
       logger.error({ timeoutMs: runtime.config.shutdownTimeoutMs }, "shutdown timed out");
@@ -76,6 +125,7 @@ function exitGracefullyOnSignals(runtime: Runtime, running: Running): void {
     }, runtime.config.shutdownTimeoutMs).unref();
     try {
       await Promise.all([running.app?.close(), running.stopWorker?.()]);
+      await running.metrics?.close();
       await runtime.close();
       process.exit(0);
     } catch (error) {
@@ -99,11 +149,14 @@ async function run(parts: Parts): Promise<void> {
   ]);
   const running: Running = {};
   exitGracefullyOnSignals(runtime, running);
-  if (parts.worker) running.stopWorker = await startWorker(runtime);
+  const { recorder, listener } = await listenForMetrics(runtime, parts);
+  running.metrics = listener;
+  if (parts.worker) running.stopWorker = await startWorker({ ...runtime, metrics: recorder });
   if (parts.api) {
-    running.app = await startApi(runtime);
+    running.app = await startApi(runtime, recorder);
     await greet(runtime);
   }
+  listener?.markServing();
 }
 
 export const startCommand = () => run({ api: true, worker: true });
