@@ -1,12 +1,13 @@
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Scope } from "../../src/core/scopes.js";
 import { call, type ServiceProcess, startService } from "../faults/service-process.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
+import { ROOT } from "../support/cli.js";
 import { type RedisServer, startRedisServer } from "../support/clusters.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { eventually } from "../support/eventually.js";
@@ -208,6 +209,22 @@ describe("the metrics listener of each process kind", () => {
     }
     expect(texts[0]).not.toContain("http_server_request_duration_seconds");
     expect(texts[1]).toContain("http_server_request_duration_seconds");
+  });
+
+  it("serves every metric the shipped alert rules read", async () => {
+    const scrapes = [await scrape("serve"), await scrape("worker"), await scrape("start")];
+    const served = new Set(
+      Array.from(scrapes.join("\n").matchAll(/^# TYPE (\S+) /gm), (match) => match[1]),
+    );
+    const rules = readFileSync(path.join(ROOT, "deploy/prometheus/alerts.yml"), "utf8");
+    const read = new Set(
+      Array.from(
+        rules.matchAll(/\b(?:http|webhook|change|postgres|redis|queue)_[a-z0-9_]+/g),
+        ([name]) => name.replace(/_(bucket|count|sum)$/, ""),
+      ),
+    );
+    expect(read.size).toBeGreaterThanOrEqual(6);
+    expect([...read].filter((name) => !served.has(name))).toEqual([]);
   });
 });
 
