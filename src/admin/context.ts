@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../core/errors.js";
+import { type AuditContext, memberAudit } from "../modules/audit/service.js";
 import type { AdminOrganization, WebUser } from "../sessions/members.js";
 import { type PageData, renderPage } from "../sessions/pages.js";
 
@@ -28,6 +29,11 @@ export type AdminSection =
 export function adminContextOf(request: FastifyRequest): AdminContext {
   if (request.adminContext === null) throw new Error("admin route reached without its context");
   return request.adminContext;
+}
+
+/** The admin acting, from their request's client address, for the audit log. */
+export function auditContextOf(request: FastifyRequest): AuditContext {
+  return memberAudit(adminContextOf(request).user, request.ip);
 }
 
 /** `2026-03-01 09:30 UTC`: one unambiguous format for every time the admin pages show. */

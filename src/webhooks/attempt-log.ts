@@ -19,8 +19,9 @@ export type AttemptRecord = {
 
 /**
  * Writes many attempts, their deliveries' new states and their webhooks' failure streaks in one
- * statement. A webhook row is written only when its streak starts, ends or disables it, so
- * concurrent deliveries to one webhook do not queue on its row lock.
+ * statement, with the audit entry of each automatic disable. A webhook row is written only when
+ * its streak starts, ends or disables it, so concurrent deliveries to one webhook do not queue
+ * on its row lock.
  */
 export async function writeAttempts(db: Db, autoDisableDays: number, records: AttemptRecord[]) {
   const disableBefore = new Date(Date.now() - autoDisableDays * 86_400_000).toISOString();
@@ -53,18 +54,25 @@ export async function writeAttempts(db: Db, autoDisableDays: number, records: At
           where f."webhookId" = i."webhookId" and not f.ok) as first_failure_at
       from input i
       order by "webhookId", "attemptedAt" desc
+    ), streak_updates as (
+      update webhooks w set
+        failing_since = case when s.last_ok then null
+          else coalesce(w.failing_since, s.first_failure_at) end,
+        enabled = w.enabled and (s.last_ok or w.failing_since is null
+          or w.failing_since > ${disableBefore}::timestamptz),
+        disabled_reason = case
+          when not s.last_ok and w.enabled and w.failing_since <= ${disableBefore}::timestamptz
+          then ${reason} else w.disabled_reason end
+      from streaks s join webhooks prior on prior.id = s.webhook_id
+      where w.id = s.webhook_id
+        and case when s.last_ok then w.failing_since is not null
+          else w.failing_since is null
+            or (w.enabled and w.failing_since <= ${disableBefore}::timestamptz) end
+      returning w.id, w.organization_id, w.url, prior.enabled and not w.enabled as disabled
     )
-    update webhooks w set
-      failing_since = case when s.last_ok then null
-        else coalesce(w.failing_since, s.first_failure_at) end,
-      enabled = w.enabled and (s.last_ok or w.failing_since is null
-        or w.failing_since > ${disableBefore}::timestamptz),
-      disabled_reason = case
-        when not s.last_ok and w.enabled and w.failing_since <= ${disableBefore}::timestamptz
-        then ${reason} else w.disabled_reason end
-    from streaks s
-    where w.id = s.webhook_id
-      and case when s.last_ok then w.failing_since is not null
-        else w.failing_since is null
-          or (w.enabled and w.failing_since <= ${disableBefore}::timestamptz) end`);
+    insert into audit_log (organization_id, actor_type, actor_label, action, target_type,
+      target_id, target_label, detail)
+    select organization_id, 'system', 'system', 'webhook.disabled', 'webhook', id::text, url,
+      json_build_object('reason', ${reason})::jsonb
+    from streak_updates where disabled`);
 }
