@@ -306,10 +306,15 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     async (request, reply) => {
       const { organization } = adminContextOf(request);
       const webhook = await findWebhook(app.db, request.params.id, organization.id);
-      const rotated = await rotateWebhookSecret(app.db, auditContextOf(request), settings.secretKey, {
-        id: webhook.id,
-        organizationId: organization.id,
-      });
+      const rotated = await rotateWebhookSecret(
+        app.db,
+        auditContextOf(request),
+        settings.secretKey,
+        {
+          id: webhook.id,
+          organizationId: organization.id,
+        },
+      );
       request.log.info({ webhookId: webhook.id }, "webhook signing secret replaced");
       return renderAdminPage(request, reply, "webhooks", "admin/webhook-created", {
         title: "Signing secret replaced",

@@ -1,8 +1,8 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
 import { scopeDescriptions } from "../core/scopes.js";
-import { answerWithErrorPage, isCsrfFailure } from "../sessions/browser-scope.js";
 import { memberAudit } from "../modules/audit/service.js";
+import { answerWithErrorPage, isCsrfFailure } from "../sessions/browser-scope.js";
 import { adminOrganizationsOf, currentUser, redirectToSignIn } from "../sessions/members.js";
 import { renderPage } from "../sessions/pages.js";
 import {

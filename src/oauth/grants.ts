@@ -67,7 +67,11 @@ export async function approveAuthorization(
       organizationId: approval.organizationId,
       action: "grant.approved",
       target: { type: "grant", id: grant.id, label: addon?.name ?? null },
-      detail: { clientId: addon?.clientId ?? null, scopes: approval.scopes, grantScopes: grant.scopes },
+      detail: {
+        clientId: addon?.clientId ?? null,
+        scopes: approval.scopes,
+        grantScopes: grant.scopes,
+      },
     });
     await tx.insert(oauthCodes).values({
       codeHash: hashSecret(code),

@@ -1,7 +1,7 @@
 import { and, desc, eq, gte, lt, or, sql } from "drizzle-orm";
 import { z } from "zod";
 import { type Db, rowsOf } from "../../db/client.js";
-import { auditActorType, auditLog, auditOutcome } from "../../db/schema/index.js";
+import { type auditActorType, auditLog, type auditOutcome } from "../../db/schema/index.js";
 
 /** Every action the audit log records (docs/operating.md#audit-log). */
 export const auditActions = [
