@@ -17,14 +17,18 @@ declare module "fastify" {
   }
 }
 
-/** The sections of the admin area; tokens, addons, connections and webhooks are "Integrations". */
+/**
+ * The sections of the admin area; tokens, addons, connections and webhooks are "Integrations",
+ * and "Activity" is the audit log.
+ */
 export type AdminSection =
   | "overview"
   | "integrations"
   | "tokens"
   | "addons"
   | "connections"
-  | "webhooks";
+  | "webhooks"
+  | "activity";
 
 export function adminContextOf(request: FastifyRequest): AdminContext {
   if (request.adminContext === null) throw new Error("admin route reached without its context");
@@ -146,7 +150,7 @@ export async function showingRefusals<F>(
 /** Where a section's list lives, for the redirect after a change. */
 export function sectionPath(
   request: FastifyRequest,
-  section: Exclude<AdminSection, "overview" | "integrations">,
+  section: Exclude<AdminSection, "overview" | "integrations" | "activity">,
 ) {
   return `/admin/${adminContextOf(request).organization.slug}/${section}`;
 }

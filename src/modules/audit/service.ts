@@ -125,7 +125,11 @@ export async function listAuditEntries(
 ): Promise<{ entries: AuditRecord[]; older: AuditCursor | null }> {
   const { before } = query;
   const rows = await db
-    .select()
+    .select({
+      row: auditLog,
+      // To the microsecond, as Postgres orders them: a Date would cut it to the millisecond.
+      cursorAt: sql<string>`to_char(${auditLog.createdAt} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+    })
     .from(auditLog)
     .where(
       and(
@@ -146,7 +150,8 @@ export async function listAuditEntries(
     )
     .orderBy(desc(auditLog.createdAt), desc(auditLog.id))
     .limit(query.limit + 1);
-  const entries = rows.slice(0, query.limit).map((row) => ({
+  const page = rows.slice(0, query.limit);
+  const entries = page.map(({ row }) => ({
     id: row.id,
     createdAt: row.createdAt,
     action: row.action,
@@ -156,10 +161,10 @@ export async function listAuditEntries(
     sourceAddress: row.sourceAddress,
     detail: row.detail,
   }));
-  const last = entries.at(-1);
+  const last = page.at(-1);
   const older =
     rows.length > query.limit && last !== undefined
-      ? { createdAt: last.createdAt.toISOString(), id: last.id }
+      ? { createdAt: last.cursorAt, id: last.row.id }
       : null;
   return { entries, older };
 }
