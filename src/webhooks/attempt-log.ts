@@ -73,6 +73,6 @@ export async function writeAttempts(db: Db, autoDisableDays: number, records: At
     insert into audit_log (organization_id, actor_type, actor_label, action, target_type,
       target_id, target_label, detail)
     select organization_id, 'system', 'system', 'webhook.disabled', 'webhook', id::text, url,
-      json_build_object('reason', ${reason})::jsonb
+      jsonb_build_object('reason', ${reason}::text)
     from streak_updates where disabled`);
 }
