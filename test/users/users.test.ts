@@ -146,7 +146,7 @@ describe("addUser", () => {
       ...override,
     };
     // @ts-expect-error: the refusals are for inputs the types would not allow either.
-    const refusal = addUser(db, input);
+    const refusal = addUser(db, systemAudit, input);
     await expect(refusal).rejects.toBeInstanceOf(InvalidRequest);
     await expect(refusal).rejects.toThrow(message);
     expect(await storedUser("dee@acme.example")).toBeUndefined();
