@@ -22,7 +22,7 @@ export const auditActions = [
   "delivery.redelivered",
 ] as const;
 export const auditActionSchema = z.enum(auditActions);
-export type AuditAction = z.infer<typeof auditActionSchema>;
+type AuditAction = z.infer<typeof auditActionSchema>;
 
 /** Who acts and from where: every audited service takes one from its face. */
 export type AuditContext = {
