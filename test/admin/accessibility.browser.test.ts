@@ -95,6 +95,7 @@ beforeAll(async () => {
     { name: "webhook", path: `${base}/webhooks/${webhook.id}` },
     { name: "webhook-edit", path: `${base}/webhooks/${webhook.id}/edit` },
     { name: "webhook-delete", path: `${base}/webhooks/${webhook.id}/delete` },
+    { name: "activity", path: `${base}/activity` },
     { name: "consent", path: `/oauth/authorize?${authorize.toString()}` },
   ];
 });
