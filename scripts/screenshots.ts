@@ -20,6 +20,7 @@ import { openPglite } from "../src/db/embedded.js";
 import { changeEvents, users, webhookAttempts, webhookDeliveries } from "../src/db/schema/index.js";
 import { seedDemo } from "../src/demo/seed.js";
 import { importWorkspace } from "../src/import/service.js";
+import { systemAudit } from "../src/modules/audit/service.js";
 import { createToken } from "../src/modules/tokens/service.js";
 import { findOrganizationBySlug } from "../src/modules/users/service.js";
 import { registerAddon } from "../src/oauth/addons.js";
@@ -158,13 +159,13 @@ async function main() {
   if (demoOrganization === null) throw new Error("no demo organisation");
   const demoOrganizationId = demoOrganization.id;
 
-  const addon = await registerAddon(db, {
+  const addon = await registerAddon(db, systemAudit, {
     organizationId: developer.organization.id,
     name: "Gantt Charts",
     redirectUris: [REDIRECT],
     isPublic: false,
   });
-  await approveAuthorization(db, {
+  await approveAuthorization(db, systemAudit, {
     clientRecordId: addon.id,
     organizationId: demoOrganizationId,
     userId: admin.id,
@@ -173,7 +174,7 @@ async function main() {
     codeChallenge: null,
     codeTtlSeconds: 600,
   });
-  await registerAddon(db, {
+  await registerAddon(db, systemAudit, {
     organizationId: demoOrganizationId,
     name: "Release notes bot",
     redirectUris: ["https://bots.demo.example/callback"],
@@ -184,7 +185,7 @@ async function main() {
     ["CI pipeline", ["tasks:write", "tasks:read"], 90],
     ["Reporting script", ["projects:read", "milestones:read"], null],
   ] as const) {
-    await createToken(db, {
+    await createToken(db, systemAudit, {
       organizationId: demoOrganizationId,
       userId: admin.id,
       scopes: [...scopes],
@@ -194,6 +195,7 @@ async function main() {
   }
   const webhook = await createWebhook(
     db,
+    systemAudit,
     { secretKey: config.secretKey, production: false },
     {
       organizationId: demoOrganizationId,

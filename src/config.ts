@@ -81,6 +81,8 @@ const environmentSchema = z.object({
   MARKDOWN_TIMEOUT_MS: positiveInt.default(2000),
   RICH_TEXT_MAX_BYTES: positiveInt.default(1_048_576),
   PAGE_REVISIONS_KEPT: positiveInt.default(20),
+  AUDIT_LOG_RETENTION_DAYS: positiveInt.default(365),
+  AUDIT_LOG_PRUNE_BATCH_SIZE: positiveInt.default(1000),
   TRUST_PROXY: z
     .string()
     .default("false")
@@ -393,6 +395,12 @@ const configSchema = environmentSchema.transform((e, context) => {
     pageRevisionsKept: e.PAGE_REVISIONS_KEPT,
     /** OpenTelemetry traces over OTLP/HTTP; undefined when off (the default). */
     tracing: tracingOf(e),
+    /** The audit log: entries older than the retention are deleted by the worker's recovery loop. */
+    auditLog: {
+      retentionDays: e.AUDIT_LOG_RETENTION_DAYS,
+      /** Entries one delete statement takes, so pruning never holds many locks at once. */
+      pruneBatchSize: e.AUDIT_LOG_PRUNE_BATCH_SIZE,
+    },
     webhooks: {
       /** Cron pattern of the daily retry pass. */
       retryCron: e.WEBHOOK_RETRY_CRON,

@@ -12,6 +12,7 @@ import {
 import { leaveNotice, PageError } from "../sessions/pages.js";
 import {
   adminContextOf,
+  auditContextOf,
   type ListPage,
   listPage,
   refusedFieldByPrefix,
@@ -105,7 +106,7 @@ export const addonPages: FastifyPluginAsyncZod = async (app) => {
       isPublic: request.body.public === "yes",
     };
     return showingRefusals(request, reply, addonList, form, async () => {
-      const registered = await registerAddon(app.db, {
+      const registered = await registerAddon(app.db, auditContextOf(request), {
         organizationId: organization.id,
         name: form.name,
         redirectUris: redirectUriLines(form.redirectUris),
@@ -150,7 +151,7 @@ export const addonPages: FastifyPluginAsyncZod = async (app) => {
     const { organization } = adminContextOf(request);
     const page = addonPage(request.params.id);
     return showingRefusals(request, reply, page, undefined, async () => {
-      const rotated = await rotateClientSecret(app.db, {
+      const rotated = await rotateClientSecret(app.db, auditContextOf(request), {
         id: request.params.id,
         organizationId: organization.id,
       });

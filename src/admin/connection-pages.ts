@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { scopeDescriptions } from "../core/scopes.js";
 import { findLiveConnection, listGrantsConnectedTo, revokeGrant } from "../oauth/grants.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
-import { adminContextOf, renderAdminPage, sectionPath } from "./context.js";
+import { adminContextOf, auditContextOf, renderAdminPage, sectionPath } from "./context.js";
 import { organizationParams, recordParams } from "./form-schemas.js";
 
 /** Connected addons: the grants other developers' addons hold on this organisation. */
@@ -42,7 +42,12 @@ export const connectionPages: FastifyPluginAsyncZod = async (app) => {
 
   app.post("/:org/connections/:id/revoke", { schema: revokeSchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const revoked = await revokeGrant(app.db, request.params.id, organization.id);
+    const revoked = await revokeGrant(
+      app.db,
+      auditContextOf(request),
+      request.params.id,
+      organization.id,
+    );
     app.principals.forgetOrganization(organization.id);
     leaveNotice(
       request,

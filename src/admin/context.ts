@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from "fastify";
 import { ApiError } from "../core/errors.js";
+import { type AuditContext, memberAudit } from "../modules/audit/service.js";
 import type { AdminOrganization, WebUser } from "../sessions/members.js";
 import { type PageData, renderPage } from "../sessions/pages.js";
 
@@ -16,18 +17,27 @@ declare module "fastify" {
   }
 }
 
-/** The sections of the admin area; tokens, addons, connections and webhooks are "Integrations". */
+/**
+ * The sections of the admin area; tokens, addons, connections and webhooks are "Integrations",
+ * and "Activity" is the audit log.
+ */
 export type AdminSection =
   | "overview"
   | "integrations"
   | "tokens"
   | "addons"
   | "connections"
-  | "webhooks";
+  | "webhooks"
+  | "activity";
 
 export function adminContextOf(request: FastifyRequest): AdminContext {
   if (request.adminContext === null) throw new Error("admin route reached without its context");
   return request.adminContext;
+}
+
+/** The admin acting, from their request's client address, for the audit log. */
+export function auditContextOf(request: FastifyRequest): AuditContext {
+  return memberAudit(adminContextOf(request).user, request.ip);
 }
 
 /** `2026-03-01 09:30 UTC`: one unambiguous format for every time the admin pages show. */
@@ -140,7 +150,7 @@ export async function showingRefusals<F>(
 /** Where a section's list lives, for the redirect after a change. */
 export function sectionPath(
   request: FastifyRequest,
-  section: Exclude<AdminSection, "overview" | "integrations">,
+  section: Exclude<AdminSection, "overview" | "integrations" | "activity">,
 ) {
   return `/admin/${adminContextOf(request).organization.slug}/${section}`;
 }

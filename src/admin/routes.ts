@@ -2,6 +2,7 @@ import type { FastifyInstance } from "fastify";
 import type { Config } from "../config.js";
 import { adminOrganizationsOf, currentUser, redirectToSignIn } from "../sessions/members.js";
 import { PageError, renderPage } from "../sessions/pages.js";
+import { activityPages } from "./activity-pages.js";
 import { addonPages } from "./addon-pages.js";
 import { connectionPages } from "./connection-pages.js";
 import { renderAdminPage } from "./context.js";
@@ -80,4 +81,5 @@ export async function adminRoutes(app: FastifyInstance, options: { config: Confi
   await app.register(addonPages);
   await app.register(connectionPages);
   await app.register(webhookPages, { config: options.config });
+  await app.register(activityPages);
 }

@@ -2,17 +2,18 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { allScopes, isScope, type Scope, scopeDescriptions } from "../core/scopes.js";
 import { tokenNameSchema } from "../modules/tokens/schemas.js";
-import { createToken } from "../modules/tokens/service.js";
+import { createToken, revokeToken } from "../modules/tokens/service.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
 import {
   adminContextOf,
+  auditContextOf,
   type FieldRefusal,
   listPage,
   renderAdminPage,
   sectionPath,
 } from "./context.js";
 import { checkboxList, formText, organizationParams, recordParams } from "./form-schemas.js";
-import { findOrganizationToken, listOrganizationTokens, revokeMintedToken } from "./tokens.js";
+import { findOrganizationToken, listOrganizationTokens } from "./tokens.js";
 
 /** The expiries the mint form offers, in days; empty means the token does not expire. */
 const EXPIRY_DAYS = ["", "1", "7", "30", "90", "365"] as const;
@@ -73,7 +74,7 @@ export const tokenPages: FastifyPluginAsyncZod = async (app) => {
     const error = checkMintForm(form);
     if (error !== null) return tokenList(request, reply, form, error);
     const days = form.expiresInDays === "" ? null : Number(form.expiresInDays);
-    const created = await createToken(app.db, {
+    const created = await createToken(app.db, auditContextOf(request), {
       organizationId: organization.id,
       userId: user.id,
       scopes: allScopes.filter((scope): scope is Scope => form.scopes.includes(scope)),
@@ -103,7 +104,11 @@ export const tokenPages: FastifyPluginAsyncZod = async (app) => {
 
   app.post("/:org/tokens/:id/revoke", { schema: revokeSchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const revoked = await revokeMintedToken(app.db, organization.id, request.params.id);
+    const revoked = await revokeToken(app.db, auditContextOf(request), {
+      tokenId: request.params.id,
+      organizationId: organization.id,
+      handMintedOnly: true,
+    });
     app.principals.forgetOrganization(organization.id);
     leaveNotice(request, revoked ? "Token revoked." : "That token was already revoked.");
     return reply.redirect(sectionPath(request, "tokens"), 303);

@@ -1,4 +1,4 @@
-import { and, desc, eq, isNull, sql } from "drizzle-orm";
+import { and, desc, eq, sql } from "drizzle-orm";
 import { allScopes, type Scope } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
 import { apiTokens, oauthClients, oauthGrants, users } from "../db/schema/index.js";
@@ -76,25 +76,4 @@ export async function findOrganizationToken(
     and(eq(apiTokens.id, tokenId), eq(apiTokens.organizationId, organizationId)),
   );
   return row === undefined ? null : toOrganizationToken(row);
-}
-
-/** Revokes a live hand-minted token of this organisation; false when there is none. */
-export async function revokeMintedToken(
-  db: Db,
-  organizationId: string,
-  tokenId: string,
-): Promise<boolean> {
-  const rows = await db
-    .update(apiTokens)
-    .set({ revokedAt: sql`now()` })
-    .where(
-      and(
-        eq(apiTokens.id, tokenId),
-        eq(apiTokens.organizationId, organizationId),
-        isNull(apiTokens.grantId),
-        isNull(apiTokens.revokedAt),
-      ),
-    )
-    .returning({ id: apiTokens.id });
-  return rows.length > 0;
 }

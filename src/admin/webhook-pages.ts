@@ -2,7 +2,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import type { Config } from "../config.js";
-import { ApiError } from "../core/errors.js";
+import { ApiError, NotFound } from "../core/errors.js";
 import { id } from "../core/values.js";
 import { changeEventCatalogue } from "../modules/change-events/catalogue.js";
 import { leaveNotice, PageError } from "../sessions/pages.js";
@@ -20,10 +20,10 @@ import { reviveExhaustedDeliveries, runRetryPass } from "../webhooks/retry-pass.
 import {
   createWebhook,
   deleteWebhook,
-  findDelivery,
   findWebhook,
   lastAnswerText,
   listWebhooks,
+  recordRedelivery,
   registrationSettingsOf,
   rotateWebhookSecret,
   setWebhookEnabled,
@@ -33,6 +33,7 @@ import {
 import { describeWebhookUrlRule, webhookNetworkOf } from "../webhooks/url-policy.js";
 import {
   adminContextOf,
+  auditContextOf,
   listPage,
   refusedFieldByPrefix,
   renderAdminPage,
@@ -188,7 +189,7 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     const { organization, user } = adminContextOf(request);
     const form: WebhookForm = { url: request.body.url.trim(), events: request.body.events };
     return showingRefusals(request, reply, webhookList, form, async () => {
-      const created = await createWebhook(app.db, settings, {
+      const created = await createWebhook(app.db, auditContextOf(request), settings, {
         organizationId: organization.id,
         url: form.url,
         events: form.events,
@@ -265,7 +266,11 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     app.post(`/:org/webhooks/:id/${action}`, { schema: webhookSchema }, async (request, reply) => {
       const { organization } = adminContextOf(request);
       const webhookId = request.params.id;
-      await setWebhookEnabled(app.db, { id: webhookId, enabled, organizationId: organization.id });
+      await setWebhookEnabled(app.db, auditContextOf(request), {
+        id: webhookId,
+        enabled,
+        organizationId: organization.id,
+      });
       leaveNotice(request, enabled ? "Webhook enabled." : "Webhook disabled.");
       return reply.redirect(webhookPath(request, webhookId), 303);
     });
@@ -304,10 +309,15 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
     async (request, reply) => {
       const { organization } = adminContextOf(request);
       const webhook = await findWebhook(app.db, request.params.id, organization.id);
-      const rotated = await rotateWebhookSecret(app.db, settings.secretKey, {
-        id: webhook.id,
-        organizationId: organization.id,
-      });
+      const rotated = await rotateWebhookSecret(
+        app.db,
+        auditContextOf(request),
+        settings.secretKey,
+        {
+          id: webhook.id,
+          organizationId: organization.id,
+        },
+      );
       request.log.info({ webhookId: webhook.id }, "webhook signing secret replaced");
       return renderAdminPage(request, reply, "webhooks", "admin/webhook-created", {
         title: "Signing secret replaced",
@@ -401,10 +411,16 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
   app.post(redeliverPath, { schema: redeliverSchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
     const webhookId = request.params.id;
-    const delivery = await findDelivery(app.db, request.params.deliveryId, organization.id);
-    if (delivery.webhookId !== webhookId) {
-      throw new PageError(404, "Not found", "There is no such delivery.");
-    }
+    const delivery = await recordRedelivery(app.db, auditContextOf(request), {
+      deliveryId: request.params.deliveryId,
+      organizationId: organization.id,
+      webhookId,
+    }).catch((error: unknown) => {
+      if (error instanceof NotFound) {
+        throw new PageError(404, "Not found", "There is no such delivery.");
+      }
+      throw error;
+    });
     // Each request is a new manual attempt (same delivery id, fresh timestamp and signature).
     await enqueueAttempt(app.queue, delivery.id, "manual", { jobKey: `m${Date.now()}` });
     leaveNotice(request, "Redelivery queued.");

@@ -36,6 +36,7 @@ const USAGE = `Usage: svc <command>
   webhook deliveries --id ID [--json]
   webhook redeliver --delivery ID [--json]
   webhook retry-failed [--org SLUG] [--webhook ID] [--include-exhausted] [--json]   run the daily retry pass now
+  audit list --org SLUG [--since ISO] [--action A] [--json]   the organisation's audit log, newest first
 
 Configuration comes from the environment (see docs/configuration.md).`;
 
@@ -60,6 +61,7 @@ const commands: Record<string, () => Promise<Command>> = {
   spec: async () => (await import("./commands/publish.js")).specCommand,
   component: async () => (await import("./commands/publish.js")).componentCommand,
   webhook: async () => (await import("./commands/webhooks.js")).webhookCommand,
+  audit: async () => (await import("./commands/audit.js")).auditCommand,
 };
 
 function refusalOf(error: unknown): { message: string; exitCode: number } | null {

@@ -2,6 +2,7 @@ import { sql } from "drizzle-orm";
 import { allScopes } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
 import { importWorkspace } from "../import/service.js";
+import { systemAudit } from "../modules/audit/service.js";
 import { createToken } from "../modules/tokens/service.js";
 import { generatePassword } from "../modules/users/passwords.js";
 import { addUser, findOrganizationBySlug } from "../modules/users/service.js";
@@ -32,14 +33,14 @@ export async function seedDemo(db: Db): Promise<SeedResult> {
     const workspace = await importWorkspace(tx, demoWorkspace);
     // Set through addUser rather than the document: the import keeps the password of a user
     // who already exists, and the credentials shown must work either way.
-    const admin = await addUser(tx, {
+    const admin = await addUser(tx, systemAudit, {
       orgSlug: DEMO_ORGANIZATION_SLUG,
       email: DEMO_ADMIN.email,
       name: DEMO_ADMIN.name,
       role: "admin",
       password: adminPassword,
     });
-    const { token } = await createToken(tx, {
+    const { token } = await createToken(tx, systemAudit, {
       organizationId: workspace.organization.id,
       userId: admin.id,
       scopes: [...allScopes],

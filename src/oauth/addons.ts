@@ -5,6 +5,7 @@ import { isStorableText } from "../core/values.js";
 import type { Db } from "../db/client.js";
 import { assertRowReturned } from "../db/returned-row.js";
 import { oauthClients, oauthRedirectUris, organizations } from "../db/schema/index.js";
+import { type AuditContext, recordAudit } from "../modules/audit/service.js";
 import { hashSecret } from "../modules/tokens/service.js";
 
 const CLIENT_ID_PREFIX = "svcc_";
@@ -79,7 +80,11 @@ export type RegisteredAddon = {
 };
 
 /** Registers an addon; only a hash of its secret is stored. */
-export async function registerAddon(db: Db, input: NewAddon): Promise<RegisteredAddon> {
+export async function registerAddon(
+  db: Db,
+  audit: AuditContext,
+  input: NewAddon,
+): Promise<RegisteredAddon> {
   const name = checkAddonName(input.name);
   const redirectUris = checkRedirectUris(input.redirectUris);
   const clientId = `${CLIENT_ID_PREFIX}${randomBytes(16).toString("base64url")}`;
@@ -100,6 +105,12 @@ export async function registerAddon(db: Db, input: NewAddon): Promise<Registered
     await tx
       .insert(oauthRedirectUris)
       .values(redirectUris.map((uri) => ({ clientId: client.id, uri })));
+    await recordAudit(tx, audit, {
+      organizationId: input.organizationId,
+      action: "oauth_client.created",
+      target: { type: "oauth_client", id: client.id, label: name },
+      detail: { clientId, public: input.isPublic, redirectUris },
+    });
     return { id: client.id, clientId, clientSecret };
   });
 }
@@ -259,6 +270,7 @@ export async function updateAddon(
  */
 export async function rotateClientSecret(
   db: Db,
+  audit: AuditContext,
   selector: AddonSelector,
 ): Promise<{ clientId: string; clientSecret: string } | null> {
   const clientSecret = newClientSecret();
@@ -267,6 +279,8 @@ export async function rotateClientSecret(
       .select({
         id: oauthClients.id,
         clientId: oauthClients.clientId,
+        name: oauthClients.name,
+        organizationId: oauthClients.organizationId,
         isPublic: oauthClients.isPublic,
       })
       .from(oauthClients)
@@ -282,6 +296,12 @@ export async function rotateClientSecret(
       .update(oauthClients)
       .set({ secretHash: hashSecret(clientSecret) })
       .where(eq(oauthClients.id, client.id));
+    await recordAudit(tx, audit, {
+      organizationId: client.organizationId,
+      action: "oauth_client.secret_replaced",
+      target: { type: "oauth_client", id: client.id, label: client.name },
+      detail: { clientId: client.clientId },
+    });
     return { clientId: client.clientId, clientSecret };
   });
 }

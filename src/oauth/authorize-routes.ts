@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
 import { scopeDescriptions } from "../core/scopes.js";
+import { memberAudit } from "../modules/audit/service.js";
 import { answerWithErrorPage, isCsrfFailure } from "../sessions/browser-scope.js";
 import { adminOrganizationsOf, currentUser, redirectToSignIn } from "../sessions/members.js";
 import { renderPage } from "../sessions/pages.js";
@@ -188,7 +189,7 @@ export async function authorizeRoutes(app: FastifyInstance, options: { config: C
     const organizations = await adminOrganizationsOf(app.db, user.id);
     const organization = organizations.find((candidate) => candidate.id === form.organization_id);
     if (organization === undefined) return renderNeedsAdmin(request, reply, authorization, user.id);
-    const { code } = await approveAuthorization(app.db, {
+    const { code } = await approveAuthorization(app.db, memberAudit(user, request.ip), {
       clientRecordId: authorization.addon.id,
       organizationId: organization.id,
       userId: user.id,

@@ -11,6 +11,7 @@ import {
   organizations,
   users,
 } from "../db/schema/index.js";
+import { type AuditContext, recordAudit } from "../modules/audit/service.js";
 import { hashSecret } from "../modules/tokens/service.js";
 
 const CODE_PREFIX = "svca_";
@@ -33,7 +34,11 @@ export type Approval = {
  * widened by the new scopes) and a single-use authorization code bound to the client, the
  * redirect URI, the scopes of this request and the PKCE challenge. Only the code's hash is kept.
  */
-export async function approveAuthorization(db: Db, approval: Approval): Promise<{ code: string }> {
+export async function approveAuthorization(
+  db: Db,
+  audit: AuditContext,
+  approval: Approval,
+): Promise<{ code: string }> {
   const code = `${CODE_PREFIX}${randomBytes(32).toString("base64url")}`;
   await db.transaction(async (tx) => {
     const [grant] = await tx
@@ -52,8 +57,22 @@ export async function approveAuthorization(db: Db, approval: Approval): Promise<
           approvedBy: approval.userId,
         },
       })
-      .returning({ id: oauthGrants.id });
+      .returning({ id: oauthGrants.id, scopes: oauthGrants.scopes });
     assertRowReturned(grant, "grant upsert");
+    const [addon] = await tx
+      .select({ name: oauthClients.name, clientId: oauthClients.clientId })
+      .from(oauthClients)
+      .where(eq(oauthClients.id, approval.clientRecordId));
+    await recordAudit(tx, audit, {
+      organizationId: approval.organizationId,
+      action: "grant.approved",
+      target: { type: "grant", id: grant.id, label: addon?.name ?? null },
+      detail: {
+        clientId: addon?.clientId ?? null,
+        scopes: approval.scopes,
+        grantScopes: grant.scopes,
+      },
+    });
     await tx.insert(oauthCodes).values({
       codeHash: hashSecret(code),
       grantId: grant.id,
@@ -181,6 +200,7 @@ export async function findLiveConnection(
  */
 export async function revokeGrant(
   db: Db,
+  audit: AuditContext,
   grantId: string,
   organizationId?: string,
 ): Promise<boolean> {
@@ -195,12 +215,24 @@ export async function revokeGrant(
           organizationId === undefined ? undefined : eq(oauthGrants.organizationId, organizationId),
         ),
       )
-      .returning({ id: oauthGrants.id });
-    if (revoked.length === 0) return false;
-    await tx
+      .returning({ organizationId: oauthGrants.organizationId, clientId: oauthGrants.clientId });
+    const [grant] = revoked;
+    if (grant === undefined) return false;
+    const tokens = await tx
       .update(apiTokens)
       .set({ revokedAt: sql`now()` })
-      .where(and(eq(apiTokens.grantId, grantId), isNull(apiTokens.revokedAt)));
+      .where(and(eq(apiTokens.grantId, grantId), isNull(apiTokens.revokedAt)))
+      .returning({ id: apiTokens.id });
+    const [addon] = await tx
+      .select({ name: oauthClients.name, clientId: oauthClients.clientId })
+      .from(oauthClients)
+      .where(eq(oauthClients.id, grant.clientId));
+    await recordAudit(tx, audit, {
+      organizationId: grant.organizationId,
+      action: "grant.revoked",
+      target: { type: "grant", id: grantId, label: addon?.name ?? null },
+      detail: { clientId: addon?.clientId ?? null, tokensRevoked: tokens.length },
+    });
     return true;
   });
 }

@@ -3,6 +3,7 @@ import { and, eq, gt, isNull, sql } from "drizzle-orm";
 import { isScope, type Scope } from "../core/scopes.js";
 import type { Db } from "../db/client.js";
 import { apiTokens, oauthCodes, oauthGrants } from "../db/schema/index.js";
+import type { AuditContext } from "../modules/audit/service.js";
 import { createToken, hashSecret } from "../modules/tokens/service.js";
 import type { Addon } from "./addons.js";
 import { TokenError } from "./errors.js";
@@ -13,6 +14,8 @@ export type CodeExchange = {
   code: string;
   redirectUri: string;
   codeVerifier: string | null;
+  /** The client address of the token request, for the audit log. */
+  address: string;
   /** Told when a reused code revoked the tokens issued from it. */
   onTokensRevoked: (organizationId: string) => void;
 };
@@ -117,7 +120,11 @@ export async function exchangeAuthorizationCode(
       )
       .returning({ id: oauthCodes.id });
     if (claimed.length === 0) return null;
-    return createToken(tx, {
+    const addonAudit: AuditContext = {
+      actor: { type: "addon", id: exchange.addon.id, label: exchange.addon.name },
+      address: exchange.address,
+    };
+    return createToken(tx, addonAudit, {
       organizationId: code.organizationId,
       userId: code.userId,
       scopes: code.scopes.filter(isScope),

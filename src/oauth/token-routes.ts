@@ -33,6 +33,7 @@ export async function oauthTokenRoutes(app: FastifyInstance, options: { config: 
         code: token.code,
         redirectUri: token.redirectUri,
         codeVerifier: token.codeVerifier,
+        address: request.ip,
         onTokensRevoked: (organizationId) => app.principals.forgetOrganization(organizationId),
       });
       return reply.send({

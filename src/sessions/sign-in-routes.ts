@@ -5,6 +5,7 @@ import type { Config } from "../config.js";
 import { clientAddress } from "../core/client-address.js";
 import type { Db } from "../db/client.js";
 import { users } from "../db/schema/index.js";
+import { recordSignInAudit } from "../modules/audit/service.js";
 import {
   type AttemptOutcome,
   AuthFailureLimiter,
@@ -184,6 +185,7 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
     }
     if (verdict.kind !== "member") {
       app.metrics.countAuthFailure("sign_in");
+      await recordSignInAudit(app.db, { email: form.email, succeeded: false, address: request.ip });
       return renderSignIn(
         request,
         reply,
@@ -191,7 +193,10 @@ export async function signInRoutes(app: FastifyInstance, options: { config: Conf
         401,
       );
     }
-    await app.db.update(users).set({ lastSignInAddress: address }).where(eq(users.id, verdict.id));
+    await app.db.transaction(async (tx) => {
+      await tx.update(users).set({ lastSignInAddress: address }).where(eq(users.id, verdict.id));
+      await recordSignInAudit(tx, { email: form.email, succeeded: true, address: request.ip });
+    });
     reply.setCookie(knownDeviceCookieName(config), verdict.id, {
       signed: true,
       httpOnly: true,

@@ -19,9 +19,9 @@ export type AttemptRecord = {
 
 /**
  * Writes many attempts, their deliveries' new states and their webhooks' failure streaks in one
- * statement. A webhook row is written only when its streak starts, ends or disables it, so
- * concurrent deliveries to one webhook do not queue on its row lock. Returns the webhooks this
- * statement disabled, with the reason recorded.
+ * statement, with the audit entry of each automatic disable. A webhook row is written only when
+ * its streak starts, ends or disables it, so concurrent deliveries to one webhook do not queue
+ * on its row lock. Returns the webhooks this statement disabled, with the reason recorded.
  */
 export async function writeAttempts(
   db: Db,
@@ -58,24 +58,27 @@ export async function writeAttempts(
           where f."webhookId" = i."webhookId" and not f.ok) as first_failure_at
       from input i
       order by "webhookId", "attemptedAt" desc
+    ), streak_updates as (
+      update webhooks w set
+        failing_since = case when s.last_ok then null
+          else coalesce(w.failing_since, s.first_failure_at) end,
+        enabled = w.enabled and (s.last_ok or w.failing_since is null
+          or w.failing_since > ${disableBefore}::timestamptz),
+        disabled_reason = case
+          when not s.last_ok and w.enabled and w.failing_since <= ${disableBefore}::timestamptz
+          then ${reason} else w.disabled_reason end
+      from streaks s join webhooks prior on prior.id = s.webhook_id
+      where w.id = s.webhook_id
+        and case when s.last_ok then w.failing_since is not null
+          else w.failing_since is null
+            or (w.enabled and w.failing_since <= ${disableBefore}::timestamptz) end
+      returning w.id, w.organization_id, w.url, prior.enabled and not w.enabled as disabled
     )
-    update webhooks w set
-      failing_since = case when s.last_ok then null
-        else coalesce(w.failing_since, s.first_failure_at) end,
-      enabled = w.enabled and (s.last_ok or w.failing_since is null
-        or w.failing_since > ${disableBefore}::timestamptz),
-      disabled_reason = case
-        when not s.last_ok and w.enabled and w.failing_since <= ${disableBefore}::timestamptz
-        then ${reason} else w.disabled_reason end
-    from streaks s
-    where w.id = s.webhook_id
-      and case when s.last_ok then w.failing_since is not null
-        else w.failing_since is null
-          or (w.enabled and w.failing_since <= ${disableBefore}::timestamptz) end
-    returning w.id as "webhookId", w.disabled_reason as reason,
-      -- A streak that only starts here is younger than the period, so this is the disabling.
-      not s.last_ok and w.failing_since <= ${disableBefore}::timestamptz as disabled`);
-  return rowsOf<{ webhookId: string; reason: string; disabled: boolean }>(written)
-    .filter((row) => row.disabled)
-    .map(({ webhookId, reason }) => ({ webhookId, reason }));
+    insert into audit_log (organization_id, actor_type, actor_label, action, target_type,
+      target_id, target_label, detail)
+    select organization_id, 'system', 'system', 'webhook.disabled', 'webhook', id::text, url,
+      jsonb_build_object('reason', ${reason}::text)
+    from streak_updates where disabled
+    returning target_id as "webhookId", detail->>'reason' as reason`);
+  return rowsOf<{ webhookId: string; reason: string }>(written);
 }

@@ -1,3 +1,4 @@
+import { pruneAuditLog } from "../modules/audit/service.js";
 import type { DeliveryWorker, WebhookRuntime } from "./delivery-worker.js";
 import { enqueueAttempts } from "./enqueue-attempts.js";
 import { every } from "./every.js";
@@ -23,8 +24,15 @@ async function recoverOverdueDeliveries(
   return overdue.length;
 }
 
+/** Each round also deletes the audit entries past AUDIT_LOG_RETENTION_DAYS, a batch at a time. */
+async function recoverAndPrune(runtime: WebhookRuntime, deliveries: DeliveryWorker) {
+  await pruneAuditLog(runtime.db, runtime.config.auditLog);
+  await recoverOverdueDeliveries(runtime, deliveries);
+}
+
 /**
- * The recovery of lost jobs and probes, every WEBHOOK_RECOVERY_INTERVAL_MS. Several workers may
+ * The recovery of lost jobs and probes, and the audit log's pruning, every
+ * WEBHOOK_RECOVERY_INTERVAL_MS. Several workers may
  * run it at once. Returns the function that stops it.
  */
 export function startRecoveryLoop(
@@ -33,7 +41,7 @@ export function startRecoveryLoop(
 ): () => Promise<void> {
   const recovery = every(
     runtime.config.webhooks.recoveryIntervalMs,
-    () => recoverOverdueDeliveries(runtime, deliveries),
+    () => recoverAndPrune(runtime, deliveries),
     (err) => runtime.logger.error({ err, task: "recovery" }, "webhook loop failed"),
   );
   return () => recovery.stop();

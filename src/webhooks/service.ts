@@ -11,6 +11,7 @@ import {
   webhookSubscriptions,
   webhooks,
 } from "../db/schema/index.js";
+import { type AuditContext, recordAudit } from "../modules/audit/service.js";
 import {
   type ChangeEventType,
   catalogueEntry,
@@ -86,6 +87,7 @@ async function claimWebhookSlot(tx: Db, organizationId: string, max: number): Pr
 /** Registers a webhook; the signing secret is returned this once and stored encrypted. */
 export async function createWebhook(
   db: Db,
+  audit: AuditContext,
   settings: RegistrationSettings,
   input: NewWebhook,
 ): Promise<{ id: string; secret: string }> {
@@ -111,6 +113,12 @@ export async function createWebhook(
       .values(
         events.map((eventType, position) => ({ webhookId: webhook.id, eventType, position })),
       );
+    await recordAudit(tx, audit, {
+      organizationId: input.organizationId,
+      action: "webhook.created",
+      target: { type: "webhook", id: webhook.id, label: input.url.trim() },
+      detail: { events },
+    });
     return { id: webhook.id, secret };
   });
 }
@@ -272,9 +280,10 @@ export async function findWebhook(db: Db, id: string, organizationId?: string) {
  */
 export async function setWebhookEnabled(
   db: Db,
+  audit: AuditContext,
   input: { id: string; enabled: boolean; organizationId?: string },
 ): Promise<void> {
-  await findWebhook(db, input.id, input.organizationId);
+  const webhook = await findWebhook(db, input.id, input.organizationId);
   await db.transaction(async (tx) => {
     await tx
       .update(webhooks)
@@ -289,6 +298,12 @@ export async function setWebhookEnabled(
         sql`select pg_notify(${DELIVERIES_RELEASED}, ${input.id} || ':' || floor(extract(epoch from clock_timestamp()) * 1000)::bigint)`,
       );
     }
+    await recordAudit(tx, audit, {
+      organizationId: webhook.organizationId,
+      action: input.enabled ? "webhook.enabled" : "webhook.disabled",
+      target: { type: "webhook", id: webhook.id, label: webhook.url },
+      detail: input.enabled ? {} : { reason: "disabled by an admin" },
+    });
   });
 }
 
@@ -343,17 +358,40 @@ export async function listDeliveries(
   });
 }
 
-/** The delivery, checked to belong to the organisation when one is given. */
-export async function findDelivery(db: Db, deliveryId: string, organizationId?: string) {
-  const conditions = [eq(webhookDeliveries.id, deliveryId)];
-  if (organizationId !== undefined) conditions.push(eq(webhooks.organizationId, organizationId));
-  const [delivery] = await db
-    .select({ id: webhookDeliveries.id, webhookId: webhookDeliveries.webhookId })
-    .from(webhookDeliveries)
-    .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
-    .where(and(...conditions));
-  if (delivery === undefined) throw new NotFound(`No delivery with id ${deliveryId}`);
-  return delivery;
+/**
+ * Records an admin's or operator's redelivery before its attempt is queued or made: the entry
+ * says it was asked for. With `organizationId` (and `webhookId`), only a delivery of theirs.
+ */
+export async function recordRedelivery(
+  db: Db,
+  audit: AuditContext,
+  input: { deliveryId: string; organizationId?: string; webhookId?: string },
+): Promise<{ id: string; webhookId: string }> {
+  const conditions = [eq(webhookDeliveries.id, input.deliveryId)];
+  if (input.organizationId !== undefined)
+    conditions.push(eq(webhooks.organizationId, input.organizationId));
+  if (input.webhookId !== undefined) conditions.push(eq(webhooks.id, input.webhookId));
+  return db.transaction(async (tx) => {
+    const [delivery] = await tx
+      .select({
+        id: webhookDeliveries.id,
+        webhookId: webhookDeliveries.webhookId,
+        organizationId: webhooks.organizationId,
+        url: webhooks.url,
+        eventId: webhookDeliveries.changeEventId,
+      })
+      .from(webhookDeliveries)
+      .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
+      .where(and(...conditions));
+    if (delivery === undefined) throw new NotFound(`No delivery with id ${input.deliveryId}`);
+    await recordAudit(tx, audit, {
+      organizationId: delivery.organizationId,
+      action: "delivery.redelivered",
+      target: { type: "delivery", id: delivery.id, label: delivery.url },
+      detail: { webhookId: delivery.webhookId, eventId: delivery.eventId },
+    });
+    return { id: delivery.id, webhookId: delivery.webhookId };
+  });
 }
 
 /**
@@ -457,15 +495,23 @@ export async function updateWebhook(
  */
 export async function rotateWebhookSecret(
   db: Db,
+  audit: AuditContext,
   secretKey: string,
   input: { id: string; organizationId?: string },
 ): Promise<{ id: string; secret: string }> {
-  await findWebhook(db, input.id, input.organizationId);
+  const webhook = await findWebhook(db, input.id, input.organizationId);
   const secret = generateSigningSecret();
-  await db
-    .update(webhooks)
-    .set({ secretCiphertext: encryptSecret(secretKey, secret) })
-    .where(eq(webhooks.id, input.id));
+  await db.transaction(async (tx) => {
+    await tx
+      .update(webhooks)
+      .set({ secretCiphertext: encryptSecret(secretKey, secret) })
+      .where(eq(webhooks.id, input.id));
+    await recordAudit(tx, audit, {
+      organizationId: webhook.organizationId,
+      action: "webhook.secret_replaced",
+      target: { type: "webhook", id: webhook.id, label: webhook.url },
+    });
+  });
   return { id: input.id, secret };
 }
 

@@ -5,6 +5,7 @@ import { eq } from "drizzle-orm";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { users, webhookDeliveries } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createToken } from "../../src/modules/tokens/service.js";
 import { createPingDelivery, createWebhook } from "../../src/webhooks/service.js";
 import {
@@ -49,7 +50,7 @@ beforeAll(async () => {
     redirectUri: REDIRECT,
     scopes: ["projects:read", "tasks:write"],
   });
-  await createToken(served.db, {
+  await createToken(served.db, systemAudit, {
     organizationId: acme.organization.id,
     userId: adminRow.id,
     scopes: ["projects:read"],
@@ -58,6 +59,7 @@ beforeAll(async () => {
   });
   const webhook = await createWebhook(
     served.db,
+    systemAudit,
     { secretKey: served.config.secretKey, production: false, maxPerOrganization: 20 },
     {
       organizationId: acme.organization.id,
@@ -93,6 +95,7 @@ beforeAll(async () => {
     { name: "webhook", path: `${base}/webhooks/${webhook.id}` },
     { name: "webhook-edit", path: `${base}/webhooks/${webhook.id}/edit` },
     { name: "webhook-delete", path: `${base}/webhooks/${webhook.id}/delete` },
+    { name: "activity", path: `${base}/activity` },
     { name: "consent", path: `/oauth/authorize?${authorize.toString()}` },
   ];
 });

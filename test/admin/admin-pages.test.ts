@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiTokens } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { addUser } from "../../src/modules/users/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import {
@@ -24,7 +25,7 @@ beforeAll(async () => {
   fixtures = await importOAuthWorkspaces(t.db);
   await importFixture(t.db, workspaceDocument("third"));
   // Ada administers acme and devco; "third" is none of hers.
-  await addUser(t.db, {
+  await addUser(t.db, systemAudit, {
     orgSlug: "devco",
     email: "admin@acme.example",
     name: "Ada Admin",
@@ -61,7 +62,7 @@ describe("who may use the admin area", () => {
   });
 
   it("lets an admin of several organisations choose one", async () => {
-    await addUser(t.db, {
+    await addUser(t.db, systemAudit, {
       orgSlug: "devco",
       email: "admin@acme.example",
       name: "Ada Admin",
@@ -107,12 +108,12 @@ describe("webhooks", () => {
   it("shows a webhook subscribed to all as All events, and one with some types by name", async () => {
     const settings = { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 };
     const organizationId = fixtures.acme.organization.id;
-    const everything = await createWebhook(t.db, settings, {
+    const everything = await createWebhook(t.db, systemAudit, settings, {
       organizationId,
       url: "http://127.0.0.1:9/everything",
       events: ["all"],
     });
-    const some = await createWebhook(t.db, settings, {
+    const some = await createWebhook(t.db, systemAudit, settings, {
       organizationId,
       url: "http://127.0.0.1:9/some",
       events: ["task.created", "task.updated"],
@@ -293,6 +294,7 @@ describe("Integrations", () => {
   it("counts each webhook's held and exhausted deliveries", async () => {
     await createWebhook(
       t.db,
+      systemAudit,
       { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
       {
         organizationId: fixtures.acme.organization.id,
@@ -379,6 +381,7 @@ describe("forms and addresses of the wrong shape", () => {
   it("refuses a delivery log query it cannot read, naming the parameter", async () => {
     const { id } = await createWebhook(
       t.db,
+      systemAudit,
       { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
       {
         organizationId: fixtures.acme.organization.id,

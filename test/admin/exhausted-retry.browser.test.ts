@@ -3,6 +3,7 @@ import { pino } from "pino";
 import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { changeEvents, webhookDeliveries } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
@@ -50,6 +51,7 @@ afterAll(async () => {
 async function webhookWithExhaustedDelivery(organizationId: string, path: string) {
   const webhook = await createWebhook(
     served.db,
+    systemAudit,
     { secretKey: served.config.secretKey, production: false, maxPerOrganization: 20 },
     { organizationId, url: receiver.url(path), events: ["task.created"] },
   );

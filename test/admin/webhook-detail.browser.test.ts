@@ -9,6 +9,7 @@ import {
   webhookSubscriptions,
   webhooks,
 } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
@@ -295,6 +296,7 @@ describe("the webhook page", () => {
   it("shows every attempt with its response and headers as text, never as markup", async () => {
     const { id: webhookId, secret } = await createWebhook(
       served.db,
+      systemAudit,
       { secretKey: served.config.secretKey, production: false, maxPerOrganization: 20 },
       { organizationId, url: hostileUrl, events: ["task.created"] },
     );

@@ -2,6 +2,7 @@ import { pino } from "pino";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { changeEvents, webhookDeliveries } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
@@ -69,7 +70,7 @@ async function adminPage(): Promise<Page> {
 }
 
 function register(path: string) {
-  return createWebhook(served.db, registrationSettingsOf(served.config), {
+  return createWebhook(served.db, systemAudit, registrationSettingsOf(served.config), {
     organizationId,
     url: receiver.url(path),
     events: ["task.created"],
@@ -155,7 +156,7 @@ describe("a webhook's lifecycle in the admin area", () => {
 
   it("asks before deleting, showing the held deliveries it drops", async () => {
     const hook = await register("/doomed");
-    await setWebhookEnabled(served.db, { id: hook.id, enabled: false });
+    await setWebhookEnabled(served.db, systemAudit, { id: hook.id, enabled: false });
     await pendingDelivery(hook.id);
     await pendingDelivery(hook.id);
     const page = await adminPage();

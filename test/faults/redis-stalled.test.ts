@@ -3,6 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/client.js";
 import { webhookDeliveries } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
@@ -51,6 +52,7 @@ beforeAll(async () => {
   ({ acme: ws } = await importOAuthWorkspaces(database.db));
   ({ id: webhookId } = await createWebhook(
     database.db,
+    systemAudit,
     { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
     { organizationId: ws.organization.id, url: receiver.url("/hook"), events: ["task.created"] },
   ));

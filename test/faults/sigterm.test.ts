@@ -5,6 +5,7 @@ import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/client.js";
 import { changeEvents, webhookAttempts, webhookDeliveries } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
@@ -119,6 +120,7 @@ describe("SIGTERM", () => {
   it("lets a request and a delivery in flight finish, then exits 0", async () => {
     const webhook = await createWebhook(
       database.db,
+      systemAudit,
       { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
       { organizationId: ws.organization.id, url: receiver.url("/slow"), events: ["task.created"] },
     );

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/client.js";
 import { webhookAttempts, webhookDeliveries } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createToken } from "../../src/modules/tokens/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { importOAuthWorkspaces, PASSWORD, userOf } from "../oauth/oauth-fixtures.js";
@@ -63,6 +64,7 @@ beforeAll(async () => {
   fixtures = await importOAuthWorkspaces(database.db);
   await createWebhook(
     database.db,
+    systemAudit,
     { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
     { organizationId: fixtures.acme.organization.id, url: receiver.url, events: ["task.created"] },
   );
@@ -94,7 +96,7 @@ afterAll(async () => {
 });
 
 function mint() {
-  return createToken(database.db, {
+  return createToken(database.db, systemAudit, {
     organizationId: fixtures.acme.organization.id,
     userId: userOf(fixtures.acme).id,
     scopes: ["projects:read", "tasks:write"],

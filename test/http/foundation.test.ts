@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../../src/app.js";
 import { openPostgres } from "../../src/db/postgres.js";
 import { apiTokens } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createToken, revokeToken } from "../../src/modules/tokens/service.js";
 import { removeMember } from "../../src/modules/users/service.js";
 import { api } from "../support/api.js";
@@ -61,14 +62,14 @@ describe("bearer authentication", () => {
   );
 
   it("refuses a revoked token", async () => {
-    const { id, token: revoked } = await createToken(t.db, {
+    const { id, token: revoked } = await createToken(t.db, systemAudit, {
       organizationId: acme.organization.id,
       userId: acme.users[0]!.id,
       scopes: ["projects:read"],
     });
     expect((await api(t.app, "GET", "/api/v1/me", { token: revoked })).status).toBe(200);
     // Revoked by another process (as `svc token revoke` does): the instance hears of it.
-    expect(await revokeToken(t.db, id)).toBe(true);
+    expect(await revokeToken(t.db, systemAudit, { tokenId: id })).toBe(true);
     const res = await eventually(async () => {
       const answer = await api(t.app, "GET", "/api/v1/me", { token: revoked });
       return answer.status === 401 ? answer : null;
@@ -77,7 +78,7 @@ describe("bearer authentication", () => {
   });
 
   it("refuses an expired token", async () => {
-    const { id, token: expiring } = await createToken(t.db, {
+    const { id, token: expiring } = await createToken(t.db, systemAudit, {
       organizationId: acme.organization.id,
       userId: acme.users[0]!.id,
       scopes: ["projects:read"],
@@ -95,7 +96,7 @@ describe("bearer authentication", () => {
   it("keeps a token whose creator left able to read, with no author", async () => {
     const ws = await importFixture(t.db, workspaceDocument("leavers"));
     const leaverToken = await mintToken(t.db, ws, ["projects:read"], 1);
-    await removeMember(t.db, { orgSlug: "leavers", email: "member@leavers.example" });
+    await removeMember(t.db, systemAudit, { orgSlug: "leavers", email: "member@leavers.example" });
     const res = await api(t.app, "GET", "/api/v1/me", { token: leaverToken });
     expect(res.status).toBe(200);
   });

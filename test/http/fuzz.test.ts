@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { allScopes, type Scope } from "../../src/core/scopes.js";
 import { rowsOf } from "../../src/db/client.js";
 import * as schema from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createToken, revokeToken } from "../../src/modules/tokens/service.js";
 import { removeMember } from "../../src/modules/users/service.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
@@ -195,6 +196,7 @@ const other = await importFixture(t.db, {
 const registerWebhook = (workspace: Workspace) =>
   createWebhook(
     t.db,
+    systemAudit,
     { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
     {
       organizationId: workspace.organization.id,
@@ -212,7 +214,7 @@ async function tokenFor(
 ) {
   const user = workspace.users[options.userIndex ?? 0];
   if (user === undefined) throw new Error("no such fixture user");
-  return createToken(t.db, {
+  return createToken(t.db, systemAudit, {
     organizationId: workspace.organization.id,
     userId: user.id,
     scopes: [...scopes],
@@ -230,13 +232,13 @@ const tokens = {
   expired: (await tokenFor(acme, allScopes, { expiresAt: new Date(Date.now() - 60_000) })).token,
   revoked: await (async () => {
     const minted = await tokenFor(acme, allScopes);
-    await revokeToken(t.db, minted.id);
+    await revokeToken(t.db, systemAudit, { tokenId: minted.id });
     return minted.token;
   })(),
   // Its creator left the organisation: it reads, and every write is refused (spec).
   noAuthor: (await tokenFor(acme, allScopes, { userIndex: 2 })).token,
 };
-await removeMember(t.db, { orgSlug: "acme", email: "leaver@acme.example" });
+await removeMember(t.db, systemAudit, { orgSlug: "acme", email: "leaver@acme.example" });
 
 const document = (
   await t.app.inject({ method: "GET", url: "/api/v1/openapi.json" })

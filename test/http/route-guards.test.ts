@@ -73,6 +73,7 @@ const UNDOCUMENTED: Record<string, Guard> = {
   "GET /admin/:org/connections/:id/revoke": "admin",
   "POST /admin/:org/connections/:id/revoke": "admin",
   "GET /admin/:org/integrations": "admin",
+  "GET /admin/:org/activity": "admin",
   "GET /admin/:org/webhooks": "admin",
   "POST /admin/:org/webhooks": "admin",
   "POST /admin/:org/webhooks/retry-failed": "admin",

@@ -4,6 +4,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Scope } from "../../src/core/scopes.js";
 import { changeEvents, meetings, transcripts } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import {
   getMeeting,
   getTranscript,
@@ -818,7 +819,7 @@ describe("setTranscript", () => {
 describe("writes by a token without an author", () => {
   it("are refused with 400 and change nothing", async () => {
     const orphan = await mintToken(t.db, acme, ["meetings:read", "meetings:write"], 2);
-    await removeMember(t.db, { orgSlug: "acme", email: "leaver@acme.example" });
+    await removeMember(t.db, systemAudit, { orgSlug: "acme", email: "leaver@acme.example" });
     const meetingId = topId("Author target");
     const before = await api(t.app, "GET", `/api/v1/meetings/${meetingId}`, { token: reader });
 

@@ -1,5 +1,6 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createToken, revokeToken } from "../../src/modules/tokens/service.js";
 import { removeMember } from "../../src/modules/users/service.js";
 import {
@@ -50,7 +51,7 @@ const refusedBy = (t: TestApp, token: string) =>
 
 describe("a principal kept in memory", () => {
   it("is refused at once by the instance that revokes its token, and soon by the others", async () => {
-    const { id, token } = await createToken(a.db, {
+    const { id, token } = await createToken(a.db, systemAudit, {
       organizationId: fixtures.acme.organization.id,
       userId: fixtures.acme.users[0]!.id,
       scopes: ["projects:read"],
@@ -93,14 +94,14 @@ describe("a principal kept in memory", () => {
       api(t.app, "POST", "/api/v1/projects/rover/tasks", { token, body: { title: "Weigh" } });
     expect((await write(a)).status).toBe(200);
     expect((await write(b)).status).toBe(200);
-    await removeMember(a.db, { orgSlug: "acme", email: "member@acme.example" });
+    await removeMember(a.db, systemAudit, { orgSlug: "acme", email: "member@acme.example" });
     for (const instance of [a, b]) {
       await eventually(async () => (await write(instance)).status === 400);
     }
   });
 
   it("is not trusted after the instance may have missed a change", async () => {
-    const { id, token } = await createToken(a.db, {
+    const { id, token } = await createToken(a.db, systemAudit, {
       organizationId: fixtures.acme.organization.id,
       userId: fixtures.acme.users[0]!.id,
       scopes: ["projects:read"],
@@ -111,7 +112,7 @@ describe("a principal kept in memory", () => {
     await a.db.execute(sql`
       select pg_terminate_backend(pid) from pg_stat_activity
       where datname = current_database() and query ilike 'listen%'`);
-    await revokeToken(a.db, id);
+    await revokeToken(a.db, systemAudit, { tokenId: id });
     await refusedBy(a, token);
     await refusedBy(b, token);
   });

@@ -1,6 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { changeEvents, tasks } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { removeMember } from "../../src/modules/users/service.js";
 import { api } from "../support/api.js";
 import { createTestApp, type TestApp } from "../support/app.js";
@@ -77,7 +78,7 @@ beforeAll(async () => {
   });
   token = await mintToken(t.db, acme, ["tasks:read", "tasks:write"], 0);
   memberToken = await mintToken(t.db, acme, ["tasks:write"], 1);
-  await removeMember(t.db, { orgSlug: "acme", email: "gone@acme.example" });
+  await removeMember(t.db, systemAudit, { orgSlug: "acme", email: "gone@acme.example" });
   privateTaskId = acme.projects[2]?.tasks[0]?.id ?? "";
   foreignTaskId = other.projects[0]?.tasks[0]?.id ?? "";
 });
@@ -326,7 +327,7 @@ describe("POST /projects/{slug}/tasks", () => {
 
   it("refuses a write from a token whose creator left, writing nothing", async () => {
     const leaverToken = await mintToken(t.db, acme, ["tasks:read", "tasks:write"], 3);
-    await removeMember(t.db, { orgSlug: "acme", email: "leaver@acme.example" });
+    await removeMember(t.db, systemAudit, { orgSlug: "acme", email: "leaver@acme.example" });
     const before = await counts();
     const res = await api(t.app, "POST", "/api/v1/projects/rover/tasks", {
       token: leaverToken,

@@ -12,6 +12,7 @@ import {
   transcripts,
   webhookDeliveries,
 } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import {
   describeWriteEffect,
   type WriteOperation,
@@ -240,7 +241,11 @@ beforeAll(async () => {
   token = await mintToken(t.db, acme);
   const settings = { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 };
   const webhook = (url: string) =>
-    createWebhook(t.db, settings, { organizationId: acme.organization.id, url, events: ["all"] });
+    createWebhook(t.db, systemAudit, settings, {
+      organizationId: acme.organization.id,
+      url,
+      events: ["all"],
+    });
   webhookId = (await webhook("http://127.0.0.1:9/pinged")).id;
   await webhook("http://127.0.0.1:9/bystander");
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allScopes } from "../../src/core/scopes.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { addUser, removeMember } from "../../src/modules/users/service.js";
 import { listGrantsConnectedTo } from "../../src/oauth/grants.js";
 import { createTestApp, type TestApp } from "../support/app.js";
@@ -239,7 +240,7 @@ describe("a valid request", () => {
   });
 
   it("lets an admin of several organisations choose the one to connect", async () => {
-    await addUser(t.db, {
+    await addUser(t.db, systemAudit, {
       orgSlug: fixtures.devco.organization.slug,
       email: "admin@acme.example",
       name: "Ada Admin",
@@ -261,7 +262,7 @@ describe("a valid request", () => {
     expect(addonReturnUrl(approved).searchParams.get("code")).toMatch(/^svca_/);
     const grants = await listGrantsConnectedTo(t.db, fixtures.devco.organization.id);
     expect(grants.map((grant) => grant.clientId)).toEqual([confidential.clientId]);
-    await removeMember(t.db, {
+    await removeMember(t.db, systemAudit, {
       orgSlug: fixtures.devco.organization.slug,
       email: "admin@acme.example",
     });

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Scope } from "../../src/core/scopes.js";
 import type { Db } from "../../src/db/client.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { registerAddon } from "../../src/oauth/addons.js";
 import { approveAuthorization } from "../../src/oauth/grants.js";
 import { importFixture, type Workspace, workspaceDocument } from "../support/fixtures.js";
@@ -39,7 +40,7 @@ export async function registerClient(
   redirectUris: string[],
   options: { isPublic?: boolean; name?: string } = {},
 ) {
-  const created = await registerAddon(db, {
+  const created = await registerAddon(db, systemAudit, {
     organizationId: developer.organization.id,
     name: options.name ?? "Gantt Addon",
     redirectUris,
@@ -66,7 +67,7 @@ export async function issueCode(
     ttlSeconds?: number;
   },
 ) {
-  const { code } = await approveAuthorization(db, {
+  const { code } = await approveAuthorization(db, systemAudit, {
     clientRecordId: input.clientRecordId,
     organizationId: input.organization.organization.id,
     userId: userOf(input.organization).id,

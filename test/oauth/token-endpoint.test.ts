@@ -1,6 +1,7 @@
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiTokens, oauthGrants } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { hashSecret } from "../../src/modules/tokens/service.js";
 import { revokeGrant } from "../../src/oauth/grants.js";
 import { api } from "../support/api.js";
@@ -412,7 +413,7 @@ describe("grants", () => {
     expect(grants).toHaveLength(1);
     expect([...(grants[0]?.scopes ?? [])].sort()).toEqual(["projects:read", "tasks:read"]);
 
-    expect(await revokeGrant(t.db, grants[0]?.id as string)).toBe(true);
+    expect(await revokeGrant(t.db, systemAudit, grants[0]?.id as string)).toBe(true);
     for (const token of [first.body.access_token, second.body.access_token]) {
       expect((await api(t.app, "GET", "/api/v1/me", { token })).status).toBe(401);
     }

@@ -1,6 +1,7 @@
 import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sessions } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { hashSecret } from "../../src/modules/tokens/service.js";
 import { addUser, removeMember } from "../../src/modules/users/service.js";
 import { createTestApp, type TestApp } from "../support/app.js";
@@ -312,7 +313,7 @@ describe("a session that should end", () => {
   it("ends everywhere when the member's password changes", async () => {
     const first = await signedIn("other@acme.example");
     const second = await signedIn("other@acme.example");
-    await addUser(t.db, {
+    await addUser(t.db, systemAudit, {
       orgSlug: "acme",
       email: "other@acme.example",
       name: "Oda Other",
@@ -325,7 +326,7 @@ describe("a session that should end", () => {
 
   it("ends when the membership is removed", async () => {
     const session = await signedIn("member@acme.example");
-    await removeMember(t.db, { orgSlug: "acme", email: "member@acme.example" });
+    await removeMember(t.db, systemAudit, { orgSlug: "acme", email: "member@acme.example" });
     expect(await isSignedOut(session)).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import { allScopes, type Scope } from "../../src/core/scopes.js";
 import type { Db } from "../../src/db/client.js";
 import { importWorkspace } from "../../src/import/service.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createToken } from "../../src/modules/tokens/service.js";
 import { removeMember } from "../../src/modules/users/service.js";
 
@@ -59,7 +60,7 @@ export async function mintToken(
 ): Promise<string> {
   const user = workspace.users?.[userIndex];
   if (user === undefined) throw new Error(`fixture has no user ${userIndex}`);
-  const { token } = await createToken(db, {
+  const { token } = await createToken(db, systemAudit, {
     organizationId: workspace.organization.id,
     userId: user.id,
     scopes: [...scopes],
@@ -79,6 +80,6 @@ export async function formerMemberToken(
 ): Promise<{ workspace: Workspace; token: string }> {
   const workspace = await importOrganization(db, slug, extra);
   const token = await mintToken(db, workspace, scopes, 1);
-  await removeMember(db, { orgSlug: slug, email: `member@${slug}.example` });
+  await removeMember(db, systemAudit, { orgSlug: slug, email: `member@${slug}.example` });
   return { workspace, token };
 }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { type Logger, pino } from "pino";
 import type { Db } from "../../src/db/client.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createBullmqQueue } from "../../src/queue/bullmq-queue.js";
 import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
@@ -68,6 +69,7 @@ export async function roverWithWebhook(
   const ws = await importFixture(db, workspaceDocument(slug, { projects: [project("rover")] }));
   const webhook = await createWebhook(
     db,
+    systemAudit,
     { secretKey, production: false, maxPerOrganization: 20 },
     { organizationId: ws.organization.id, url: receiver.url(path), events: ["task.created"] },
   );

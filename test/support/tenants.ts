@@ -5,6 +5,7 @@ import type { Db } from "../../src/db/client.js";
 import { apiTokens, oauthGrants } from "../../src/db/schema/index.js";
 import { parseWorkspaceDocument } from "../../src/import/parse.js";
 import { buildWorkspaceRows, workspaceTables } from "../../src/import/workspace-rows.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createToken } from "../../src/modules/tokens/service.js";
 import { registerAddon } from "../../src/oauth/addons.js";
 import { approveAuthorization } from "../../src/oauth/grants.js";
@@ -178,7 +179,7 @@ export type Tenant = {
 
 async function developAddon(t: TestApp, workspace: Workspace) {
   const redirectUri = `https://${workspace.organization.slug}.example/callback`;
-  const addon = await registerAddon(t.db, {
+  const addon = await registerAddon(t.db, systemAudit, {
     organizationId: workspace.organization.id,
     name: `${workspace.organization.slug} addon`,
     redirectUris: [redirectUri],
@@ -192,7 +193,7 @@ async function developAddon(t: TestApp, workspace: Workspace) {
 async function approve(t: TestApp, addon: Tenant["client"], connecting: Workspace) {
   const admin = connecting.users[0];
   if (admin === undefined) throw new Error("the organisation has no admin");
-  const { code } = await approveAuthorization(t.db, {
+  const { code } = await approveAuthorization(t.db, systemAudit, {
     clientRecordId: addon.id,
     organizationId: connecting.organization.id,
     userId: admin.id,
@@ -207,6 +208,7 @@ async function approve(t: TestApp, addon: Tenant["client"], connecting: Workspac
 async function webhookWithDelivery(t: TestApp, workspace: Workspace) {
   const webhook = await createWebhook(
     t.db,
+    systemAudit,
     { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
     {
       organizationId: workspace.organization.id,
@@ -235,7 +237,7 @@ export async function mirroredTenants(t: TestApp, slugs: readonly [string, strin
       if (admin === undefined) throw new Error("the organisation has no admin");
       const minted = await Promise.all(
         [0, 1].map(() =>
-          createToken(t.db, {
+          createToken(t.db, systemAudit, {
             organizationId: workspace.organization.id,
             userId: admin.id,
             scopes: [...allScopes],

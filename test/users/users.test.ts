@@ -4,6 +4,7 @@ import { InvalidRequest } from "../../src/core/errors.js";
 import type { Db } from "../../src/db/client.js";
 import { assertRowReturned } from "../../src/db/returned-row.js";
 import { memberships, organizations, users } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createToken } from "../../src/modules/tokens/service.js";
 import { verifyPassword } from "../../src/modules/users/passwords.js";
 import { addUser, removeMember } from "../../src/modules/users/service.js";
@@ -42,7 +43,7 @@ async function membership(userId: string) {
 
 describe("addUser", () => {
   it("creates a user and membership, normalises the email and hashes the password with Argon2id", async () => {
-    const added = await addUser(db, {
+    const added = await addUser(db, systemAudit, {
       orgSlug: "acme",
       email: "  Ada@Acme.example ",
       name: "Ada",
@@ -63,13 +64,13 @@ describe("addUser", () => {
   });
 
   it("reuses a user whose email differs only in case, adding a membership elsewhere", async () => {
-    const first = await addUser(db, {
+    const first = await addUser(db, systemAudit, {
       orgSlug: "acme",
       email: "bo@acme.example",
       name: "Bo",
       role: "member",
     });
-    const again = await addUser(db, {
+    const again = await addUser(db, systemAudit, {
       orgSlug: "globex",
       email: "BO@ACME.EXAMPLE",
       name: "Someone Else",
@@ -89,7 +90,7 @@ describe("addUser", () => {
       .insert(users)
       .values({ email: "Legacy@Acme.example", name: "Lee" })
       .returning({ id: users.id });
-    const added = await addUser(db, {
+    const added = await addUser(db, systemAudit, {
       orgSlug: "acme",
       email: "legacy@acme.example",
       name: "Lee",
@@ -99,17 +100,22 @@ describe("addUser", () => {
   });
 
   it("changes an existing user's password only when one is given", async () => {
-    await addUser(db, {
+    await addUser(db, systemAudit, {
       orgSlug: "acme",
       email: "cy@acme.example",
       name: "Cy",
       role: "member",
       password: "first password",
     });
-    await addUser(db, { orgSlug: "acme", email: "cy@acme.example", name: "Cy", role: "member" });
+    await addUser(db, systemAudit, {
+      orgSlug: "acme",
+      email: "cy@acme.example",
+      name: "Cy",
+      role: "member",
+    });
     const kept = await storedUser("cy@acme.example");
     expect(await verifyPassword(kept?.passwordHash ?? "", "first password")).toBe(true);
-    await addUser(db, {
+    await addUser(db, systemAudit, {
       orgSlug: "acme",
       email: "cy@acme.example",
       name: "Cy",
@@ -140,7 +146,7 @@ describe("addUser", () => {
       ...override,
     };
     // @ts-expect-error: the refusals are for inputs the types would not allow either.
-    const refusal = addUser(db, input);
+    const refusal = addUser(db, systemAudit, input);
     await expect(refusal).rejects.toBeInstanceOf(InvalidRequest);
     await expect(refusal).rejects.toThrow(message);
     expect(await storedUser("dee@acme.example")).toBeUndefined();
@@ -149,20 +155,22 @@ describe("addUser", () => {
 
 describe("removeMember", () => {
   it("ends the membership, leaves the user's tokens without an author, even once re-added", async () => {
-    const member = await addUser(db, {
+    const member = await addUser(db, systemAudit, {
       orgSlug: "acme",
       email: "eve@acme.example",
       name: "Eve",
       role: "admin",
     });
-    const { token } = await createToken(db, {
+    const { token } = await createToken(db, systemAudit, {
       organizationId,
       userId: member.id,
       scopes: ["projects:read"],
     });
     expect((await livePrincipal(db, token))?.authorId).toBe(member.id);
 
-    expect(await removeMember(db, { orgSlug: "acme", email: "EVE@acme.example" })).toEqual({
+    expect(
+      await removeMember(db, systemAudit, { orgSlug: "acme", email: "EVE@acme.example" }),
+    ).toEqual({
       id: member.id,
       email: "eve@acme.example",
     });
@@ -170,7 +178,7 @@ describe("removeMember", () => {
     const principal = await livePrincipal(db, token);
     expect(principal).toMatchObject({ scopes: ["projects:read"], authorId: null });
 
-    const readded = await addUser(db, {
+    const readded = await addUser(db, systemAudit, {
       orgSlug: "acme",
       email: "eve@acme.example",
       name: "Eve",
@@ -196,22 +204,22 @@ describe("removeMember", () => {
     ["a malformed email", { orgSlug: "acme", email: "ghost" }, "email: must be an email address"],
   ];
   it.each(refusals)("refuses %s", async (_name, input, message) => {
-    await expect(removeMember(db, input)).rejects.toThrow(new InvalidRequest(message));
+    await expect(removeMember(db, systemAudit, input)).rejects.toThrow(new InvalidRequest(message));
   });
 
   it("refuses a user who is not an active member", async () => {
-    await addUser(db, {
+    await addUser(db, systemAudit, {
       orgSlug: "globex",
       email: "fay@globex.example",
       name: "Fay",
       role: "member",
     });
     await expect(
-      removeMember(db, { orgSlug: "acme", email: "fay@globex.example" }),
+      removeMember(db, systemAudit, { orgSlug: "acme", email: "fay@globex.example" }),
     ).rejects.toThrow("fay@globex.example is not an active member of acme");
-    await removeMember(db, { orgSlug: "globex", email: "fay@globex.example" });
+    await removeMember(db, systemAudit, { orgSlug: "globex", email: "fay@globex.example" });
     await expect(
-      removeMember(db, { orgSlug: "globex", email: "fay@globex.example" }),
+      removeMember(db, systemAudit, { orgSlug: "globex", email: "fay@globex.example" }),
     ).rejects.toThrow(InvalidRequest);
   });
 });

@@ -2,6 +2,7 @@ import { createHmac } from "node:crypto";
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { changeEvents, webhookDeliveries, webhooks } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { verifyWebhookSignature } from "../../src/webhooks/verify.js";
 import { api } from "../support/api.js";
@@ -24,6 +25,7 @@ let path = "/";
 async function register(events: string[], hookPath: string, organizationId = ws.organization.id) {
   return createWebhook(
     p.db,
+    systemAudit,
     { secretKey: p.config.secretKey, production: false, maxPerOrganization: 20 },
     { organizationId, url: receiver.url(hookPath), events },
   );

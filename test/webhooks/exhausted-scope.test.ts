@@ -1,6 +1,7 @@
 import { eq, inArray } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhookDeliveries } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { addUser } from "../../src/modules/users/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { InjectSession } from "../support/browser.js";
@@ -31,6 +32,7 @@ async function organizationWithExhaustedDeliveries(slug: string) {
   const { ws, webhook, createTask } = await workspaceWithWebhook(p, receiver, slug, `/${slug}-1`);
   const second = await createWebhook(
     p.db,
+    systemAudit,
     { secretKey: p.config.secretKey, production: false, maxPerOrganization: 20 },
     {
       organizationId: ws.organization.id,
@@ -126,7 +128,7 @@ describe("Retry all exhausted deliveries on the admin webhook page", () => {
   it("retries that webhook's exhausted deliveries only, and refuses another organisation's webhook", async () => {
     const gamma = await organizationWithExhaustedDeliveries("gamma");
     const delta = await organizationWithExhaustedDeliveries("delta");
-    await addUser(p.db, {
+    await addUser(p.db, systemAudit, {
       orgSlug: "gamma",
       email: "admin@gamma.example",
       name: "Gamma Admin",

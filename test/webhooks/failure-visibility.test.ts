@@ -3,6 +3,7 @@ import { eq, sql } from "drizzle-orm";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhookDeliveries, webhooks } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { enqueueClaimedRetries } from "../../src/webhooks/enqueue-attempts.js";
 import { runRetryPass } from "../../src/webhooks/retry-pass.js";
 import { createWebhook } from "../../src/webhooks/service.js";
@@ -77,7 +78,7 @@ beforeAll(async () => {
   const settings = { secretKey: p.config.secretKey, production: false, maxPerOrganization: 20 };
   const register = async (path: string) =>
     (
-      await createWebhook(p.db, settings, {
+      await createWebhook(p.db, systemAudit, settings, {
         organizationId: acme.organization.id,
         url: receiver.url(path),
         events: ["task.created"],

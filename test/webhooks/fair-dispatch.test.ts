@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { api } from "../support/api.js";
 import { eventually } from "../support/eventually.js";
@@ -57,6 +58,7 @@ async function organizationWithWebhooks(slug: string, urls: string[]) {
   for (const url of urls) {
     await createWebhook(
       p.db,
+      systemAudit,
       { secretKey: p.config.secretKey, production: false, maxPerOrganization: 20 },
       { organizationId: ws.organization.id, url, events: ["task.created"] },
     );

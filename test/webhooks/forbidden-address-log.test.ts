@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createPingDelivery, createWebhook, listDeliveries } from "../../src/webhooks/service.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { runCli } from "../support/cli.js";
@@ -20,6 +21,7 @@ async function pingTo(url: string) {
   const { db } = database.database;
   const webhook = await createWebhook(
     db,
+    systemAudit,
     { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
     { organizationId: ws.organization.id, url, events: ["task.created"] },
   );

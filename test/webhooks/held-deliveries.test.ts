@@ -2,6 +2,7 @@ import { Queue } from "bullmq";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhookDeliveries } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { overdueDeliveries } from "../../src/webhooks/retry-pass.js";
 import { listWebhooks, setWebhookEnabled } from "../../src/webhooks/service.js";
 import { runCli } from "../support/cli.js";
@@ -32,7 +33,7 @@ const deliveriesOf = (webhookId: string) =>
 describe("a disabled webhook", () => {
   it("holds every event written while it is off and sends them all, in order, once enabled", async () => {
     const { ws, webhook, createTask } = await workspaceWithWebhook(p, receiver, "held", "/held");
-    await setWebhookEnabled(p.db, { id: webhook.id, enabled: false });
+    await setWebhookEnabled(p.db, systemAudit, { id: webhook.id, enabled: false });
     const taskIds: string[] = [];
     for (let i = 0; i < 4; i++) taskIds.push(await createTask(`While disabled ${i}`));
 
@@ -61,7 +62,7 @@ describe("a disabled webhook", () => {
     expect(overdue.filter(({ id }) => held.some((row) => row.id === id))).toEqual([]);
     expect(receiver.on("/held")).toHaveLength(0);
 
-    await setWebhookEnabled(p.db, { id: webhook.id, enabled: true });
+    await setWebhookEnabled(p.db, systemAudit, { id: webhook.id, enabled: true });
     const arrived = await eventually(() => {
       const targets = targetsAt("/held");
       return targets.length === 4 ? targets : null;

@@ -2,6 +2,7 @@ import { count, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidRequest } from "../../src/core/errors.js";
 import { webhooks } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createWebhook, registrationSettingsOf } from "../../src/webhooks/service.js";
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { createTestApp, type TestApp } from "../support/app.js";
@@ -24,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => t.close());
 
 const register = (workspace: Workspace, path: string) =>
-  createWebhook(t.db, registrationSettingsOf(t.config), {
+  createWebhook(t.db, systemAudit, registrationSettingsOf(t.config), {
     organizationId: workspace.organization.id,
     url: `http://127.0.0.1:9/${path}`,
     events: ["task.created"],
@@ -57,7 +58,7 @@ describe("the webhook cap per organisation", () => {
     const lowered = { ...registrationSettingsOf(t.config), maxPerOrganization: MAX - 1 };
 
     await expect(
-      createWebhook(t.db, lowered, {
+      createWebhook(t.db, systemAudit, lowered, {
         organizationId: fixtures.devco.organization.id,
         url: "http://127.0.0.1:9/lowered",
         events: ["task.created"],

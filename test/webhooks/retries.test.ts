@@ -1,6 +1,7 @@
 import { eq, sql } from "drizzle-orm";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { webhookAttempts, webhookDeliveries, webhooks } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { api } from "../support/api.js";
 import { runCli } from "../support/cli.js";
@@ -24,6 +25,7 @@ let counter = 0;
 async function register(hookPath: string) {
   return createWebhook(
     p.db,
+    systemAudit,
     { secretKey: p.config.secretKey, production: false, maxPerOrganization: 20 },
     { organizationId: ws.organization.id, url: receiver.url(hookPath), events: ["task.created"] },
   );
@@ -203,6 +205,7 @@ describe("quick retries", () => {
     receiver.respond(path, { status: 500 }, { status: 500 }, { status: 200 });
     await createWebhook(
       quick.db,
+      systemAudit,
       { secretKey: quick.config.secretKey, production: false, maxPerOrganization: 20 },
       { organizationId: qws.organization.id, url: receiver.url(path), events: ["task.created"] },
     );

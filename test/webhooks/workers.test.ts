@@ -4,6 +4,7 @@ import { eq } from "drizzle-orm";
 import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhookDeliveries } from "../../src/db/schema/index.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
 import { createBullmqQueue } from "../../src/queue/bullmq-queue.js";
 import type { WorkspaceJobs } from "../../src/queue/jobs.js";
 import { createWebhook } from "../../src/webhooks/service.js";
@@ -69,6 +70,7 @@ async function setup(
   );
   await createWebhook(
     t.db,
+    systemAudit,
     { secretKey: t.config.secretKey, production: false, maxPerOrganization: 20 },
     { organizationId: ws.organization.id, url: receiver.url(hookPath), events: ["task.created"] },
   );

@@ -1,3 +1,4 @@
+import { operatorAudit } from "../../modules/audit/service.js";
 import { deleteAddon, registerAddon, rotateClientSecret, updateAddon } from "../../oauth/addons.js";
 import { listGrantsConnectedTo, revokeGrant } from "../../oauth/grants.js";
 import { parseCommandArgs, requireIdOption, requireOption } from "../args.js";
@@ -21,7 +22,7 @@ async function createClient(args: string[]): Promise<void> {
     throw new UsageError("--redirect-uri is required (repeat it for several)");
   const isPublic = values.public ?? false;
   const created = await withDatabase(async (db) =>
-    registerAddon(db, {
+    registerAddon(db, operatorAudit, {
       organizationId: await requireOrganizationId(db, orgSlug),
       name,
       redirectUris,
@@ -73,7 +74,7 @@ async function rotateSecret(args: string[]): Promise<void> {
     json: { type: "boolean" },
   });
   const clientId = requireOption(values["client-id"], "client-id");
-  const rotated = await withDatabase((db) => rotateClientSecret(db, { clientId }));
+  const rotated = await withDatabase((db) => rotateClientSecret(db, operatorAudit, { clientId }));
   if (rotated === null) throw noSuchClient(clientId);
   if (values.json) return printJson(rotated);
   printLine(`OAuth client ${clientId}: the old secret is refused from now on.`);
@@ -130,7 +131,7 @@ async function listGrants(args: string[]): Promise<void> {
 async function revoke(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { id: { type: "string" } });
   const id = requireIdOption(values.id, "id", "a grant");
-  const revoked = await withDatabase((db) => revokeGrant(db, id));
+  const revoked = await withDatabase((db) => revokeGrant(db, operatorAudit, id));
   if (!revoked) throw new CliError(`No live grant with id ${id}`);
   printLine(`Grant ${id} revoked; every token it issued is refused from now on.`);
 }

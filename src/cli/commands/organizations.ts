@@ -1,3 +1,4 @@
+import { operatorAudit } from "../../modules/audit/service.js";
 import {
   createOrganizationWithAdmin,
   newOrganizationInput,
@@ -26,7 +27,7 @@ async function create(args: string[]): Promise<void> {
     { slug: "slug", name: "name", adminEmail: "admin-email", adminName: "admin-name" },
   );
   const { created, signInUrl } = await withDatabase(async (db, config) => ({
-    created: await createOrganizationWithAdmin(db, input),
+    created: await createOrganizationWithAdmin(db, operatorAudit, input),
     signInUrl: `${config.publicUrl}/login`,
   }));
   if (values.json) {

@@ -1,5 +1,6 @@
 import { parseScopeList } from "../../core/scopes.js";
 import type { Db } from "../../db/client.js";
+import { operatorAudit } from "../../modules/audit/service.js";
 import { tokenNameSchema } from "../../modules/tokens/schemas.js";
 import { createToken, revokeToken } from "../../modules/tokens/service.js";
 import {
@@ -54,7 +55,7 @@ async function create(args: string[]): Promise<void> {
       : new Date(Date.now() + parseDurationOption(expiresIn, "expires-in") * 1000);
   const created = await withDatabase(async (db) => {
     const member = await activeMember(db, orgSlug, email);
-    return createToken(db, { ...member, scopes, expiresAt, name: name || null });
+    return createToken(db, operatorAudit, { ...member, scopes, expiresAt, name: name || null });
   });
   if (values.json)
     return printJson({ id: created.id, token: created.token, scopes: created.scopes });
@@ -66,7 +67,7 @@ async function create(args: string[]): Promise<void> {
 async function revoke(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { id: { type: "string" } });
   const id = requireIdOption(values.id, "id", "a token");
-  const revoked = await withDatabase((db) => revokeToken(db, id));
+  const revoked = await withDatabase((db) => revokeToken(db, operatorAudit, { tokenId: id }));
   if (!revoked) throw new CliError(`No live token with id ${id}`);
   printLine(`Token ${id} revoked.`);
 }

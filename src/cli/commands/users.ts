@@ -1,3 +1,4 @@
+import { operatorAudit } from "../../modules/audit/service.js";
 import {
   addUser,
   type MemberRole,
@@ -33,7 +34,7 @@ async function add(args: string[]): Promise<void> {
     role: parseRole(values.role),
     password: values.password,
   };
-  const user = await withDatabase((db) => addUser(db, input));
+  const user = await withDatabase((db) => addUser(db, operatorAudit, input));
   if (values.json) return printJson(user);
   printLine(
     `${user.email} is ${user.role === "admin" ? "an admin" : "a member"} of ${input.orgSlug} (user ${user.id}).`,
@@ -46,7 +47,7 @@ async function remove(args: string[]): Promise<void> {
     orgSlug: requireOption(values.org, "org"),
     email: requireOption(values.email, "email"),
   };
-  await withDatabase((db) => removeMember(db, input));
+  await withDatabase((db) => removeMember(db, operatorAudit, input));
   printLine(
     `${input.email} is no longer a member of ${input.orgSlug}; their tokens can only read now.`,
   );

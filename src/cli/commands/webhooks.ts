@@ -1,6 +1,7 @@
 import type { Config } from "../../config.js";
 import type { Db } from "../../db/client.js";
 import { createLogger } from "../../logger.js";
+import { operatorAudit } from "../../modules/audit/service.js";
 import {
   type AttemptReport,
   createDeliveryPipeline,
@@ -15,11 +16,11 @@ import {
 import {
   createWebhook,
   deleteWebhook,
-  findDelivery,
   findWebhook,
   lastAnswerText,
   listDeliveries,
   listWebhooks,
+  recordRedelivery,
   registrationSettingsOf,
   rotateWebhookSecret,
   setWebhookEnabled,
@@ -67,7 +68,7 @@ async function create(args: string[]): Promise<void> {
   const url = requireOption(values.url, "url");
   const events = eventList(requireOption(values.events, "events"));
   const created = await withDatabase(async (db, config) =>
-    createWebhook(db, registrationSettingsOf(config), {
+    createWebhook(db, operatorAudit, registrationSettingsOf(config), {
       organizationId: await requireOrganizationId(db, orgSlug),
       url,
       events,
@@ -139,7 +140,7 @@ async function rotateSecret(args: string[]): Promise<void> {
   const { values } = parseCommandArgs(args, { id: { type: "string" }, json: { type: "boolean" } });
   const id = requireIdOption(values.id, "id", "a webhook");
   const rotated = await withDatabase((db, config) =>
-    rotateWebhookSecret(db, config.secretKey, { id }),
+    rotateWebhookSecret(db, operatorAudit, config.secretKey, { id }),
   );
   if (values.json) return printJson(rotated);
   printLine(
@@ -160,7 +161,7 @@ async function remove(args: string[]): Promise<void> {
 async function toggle(args: string[], enabled: boolean): Promise<void> {
   const { values } = parseCommandArgs(args, { id: { type: "string" }, json: { type: "boolean" } });
   const id = requireIdOption(values.id, "id", "a webhook");
-  await withDatabase((db) => setWebhookEnabled(db, { id, enabled }));
+  await withDatabase((db) => setWebhookEnabled(db, operatorAudit, { id, enabled }));
   if (values.json) return printJson({ id, enabled });
   printLine(`Webhook ${id} ${enabled ? "enabled" : "disabled"}.`);
 }
@@ -196,7 +197,7 @@ async function redeliver(args: string[]): Promise<void> {
   });
   const deliveryId = requireIdOption(values.delivery, "delivery", "a delivery");
   const report = await withDatabase(async (db, config) => {
-    await findDelivery(db, deliveryId);
+    await recordRedelivery(db, operatorAudit, { deliveryId });
     return withDeliveryPipeline(db, config, (pipeline) =>
       pipeline.attemptDelivery(deliveryId, "manual"),
     );

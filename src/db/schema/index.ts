@@ -1,4 +1,5 @@
 export * from "./access.js";
+export * from "./audit.js";
 export * from "./idempotency.js";
 export * from "./library.js";
 export * from "./organizations.js";

@@ -4,6 +4,7 @@ import { parseInput } from "../../core/input.js";
 import { writableSlug } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
 import { memberships, organizations, users } from "../../db/schema/index.js";
+import { type AuditContext, recordAudit } from "../audit/service.js";
 import { generatePassword, hashPassword } from "../users/passwords.js";
 import { emailSchema } from "../users/service.js";
 
@@ -30,6 +31,7 @@ export type NewOrganization = {
  */
 export async function createOrganizationWithAdmin(
   db: Db,
+  audit: AuditContext,
   input: NewOrganizationInput,
 ): Promise<NewOrganization> {
   const parsed = parseInput(newOrganizationInput, input);
@@ -63,6 +65,12 @@ export async function createOrganizationWithAdmin(
     await tx
       .insert(memberships)
       .values({ organizationId: organization.id, userId: admin.id, role: "admin" });
+    await recordAudit(tx, audit, {
+      organizationId: organization.id,
+      action: "member.added",
+      target: { type: "member", id: admin.id, label: admin.email },
+      detail: { role: "admin" },
+    });
     return { organization, adminEmail: admin.email, adminPassword };
   });
 }

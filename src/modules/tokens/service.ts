@@ -5,6 +5,7 @@ import { isScope, type Scope } from "../../core/scopes.js";
 import type { Db } from "../../db/client.js";
 import { assertRowReturned } from "../../db/returned-row.js";
 import { apiTokens, memberships, oauthGrants, organizations } from "../../db/schema/index.js";
+import { type AuditContext, recordAudit } from "../audit/service.js";
 
 const TOKEN_PREFIX = "svc_live_";
 // 32 random bytes in base64url.
@@ -28,35 +29,83 @@ export type NewToken = {
   oauthCodeId?: string | null;
 };
 
-/** Stores only the hash; the returned `token` is the one time the secret is visible. */
-export async function createToken(db: Db, input: NewToken) {
-  const token = generateToken();
-  const [row] = await db
-    .insert(apiTokens)
-    .values({
-      organizationId: input.organizationId,
-      userId: input.userId,
-      tokenHash: hashSecret(token),
-      displayPrefix: token.slice(0, TOKEN_PREFIX.length + 6),
-      name: input.name ?? null,
-      scopes: input.scopes,
-      expiresAt: input.expiresAt ?? null,
-      grantId: input.grantId ?? null,
-      oauthCodeId: input.oauthCodeId ?? null,
-    })
-    .returning({ id: apiTokens.id, scopes: apiTokens.scopes, expiresAt: apiTokens.expiresAt });
-  assertRowReturned(row, "token insert");
-  return { id: row.id, token, scopes: row.scopes as Scope[], expiresAt: row.expiresAt };
+/** The name a token goes by in the audit log: its name, or its display prefix. */
+function tokenLabel(row: { name: string | null; displayPrefix: string }): string {
+  return row.name ?? row.displayPrefix;
 }
 
-/** Returns whether a live token was revoked (false when unknown or already revoked). */
-export async function revokeToken(db: Db, tokenId: string): Promise<boolean> {
-  const rows = await db
-    .update(apiTokens)
-    .set({ revokedAt: sql`now()` })
-    .where(and(eq(apiTokens.id, tokenId), isNull(apiTokens.revokedAt)))
-    .returning({ id: apiTokens.id });
-  return rows.length > 0;
+/** Stores only the hash; the returned `token` is the one time the secret is visible. */
+export async function createToken(db: Db, audit: AuditContext, input: NewToken) {
+  const token = generateToken();
+  return db.transaction(async (tx) => {
+    const [row] = await tx
+      .insert(apiTokens)
+      .values({
+        organizationId: input.organizationId,
+        userId: input.userId,
+        tokenHash: hashSecret(token),
+        displayPrefix: token.slice(0, TOKEN_PREFIX.length + 6),
+        name: input.name ?? null,
+        scopes: input.scopes,
+        expiresAt: input.expiresAt ?? null,
+        grantId: input.grantId ?? null,
+        oauthCodeId: input.oauthCodeId ?? null,
+      })
+      .returning({
+        id: apiTokens.id,
+        scopes: apiTokens.scopes,
+        expiresAt: apiTokens.expiresAt,
+        name: apiTokens.name,
+        displayPrefix: apiTokens.displayPrefix,
+      });
+    assertRowReturned(row, "token insert");
+    await recordAudit(tx, audit, {
+      organizationId: input.organizationId,
+      action: "token.minted",
+      target: { type: "token", id: row.id, label: tokenLabel(row) },
+      detail: { scopes: row.scopes, expiresAt: row.expiresAt?.toISOString() ?? null },
+    });
+    return { id: row.id, token, scopes: row.scopes as Scope[], expiresAt: row.expiresAt };
+  });
+}
+
+/**
+ * Revokes a live token; false when unknown or already revoked. With `organizationId`, only a
+ * token of that organisation; with `handMintedOnly`, never one an addon's grant issued.
+ */
+export async function revokeToken(
+  db: Db,
+  audit: AuditContext,
+  input: { tokenId: string; organizationId?: string; handMintedOnly?: boolean },
+): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const [revoked] = await tx
+      .update(apiTokens)
+      .set({ revokedAt: sql`now()` })
+      .where(
+        and(
+          eq(apiTokens.id, input.tokenId),
+          isNull(apiTokens.revokedAt),
+          input.organizationId === undefined
+            ? undefined
+            : eq(apiTokens.organizationId, input.organizationId),
+          input.handMintedOnly ? isNull(apiTokens.grantId) : undefined,
+        ),
+      )
+      .returning({
+        id: apiTokens.id,
+        organizationId: apiTokens.organizationId,
+        name: apiTokens.name,
+        displayPrefix: apiTokens.displayPrefix,
+      });
+    if (revoked === undefined) return false;
+    await recordAudit(tx, audit, {
+      organizationId: revoked.organizationId,
+      action: "token.revoked",
+      target: { type: "token", id: revoked.id, label: tokenLabel(revoked) },
+    });
+    return true;
+  });
 }
 
 /** A live token as the database has it: its principal, its expiry and its last use. */

@@ -4,6 +4,7 @@ import { InvalidRequest } from "../../core/errors.js";
 import { parseInput } from "../../core/input.js";
 import type { Db } from "../../db/client.js";
 import { memberRole, memberships, organizations, sessions, users } from "../../db/schema/index.js";
+import { type AuditContext, recordAudit } from "../audit/service.js";
 import { hashPassword, passwordSchema } from "./passwords.js";
 
 /** Stored trimmed and lower-cased: the unique index on lower(email) ignores case anyway. */
@@ -115,13 +116,18 @@ async function endBrowserSessionsOf(db: Db, userId: string): Promise<void> {
  * Adds a user to an organisation: creates the user when the email is new, else reuses it
  * (changing its password only when one is given), and creates or re-activates the membership.
  */
-export async function addUser(db: Db, input: AddUserInput): Promise<Member> {
+export async function addUser(db: Db, audit: AuditContext, input: AddUserInput): Promise<Member> {
   const { orgSlug, email, name, role, password } = parseInput(addUserInput, input);
   // Hashing is slow on purpose; do it before the transaction holds any lock.
   const passwordHash = password === undefined ? null : await hashPassword(password);
   return db.transaction(async (tx) => {
     const organization = await requireOrganization(tx, orgSlug);
     const user = await createOrReuseUser(tx, { email, name, passwordHash });
+    const [before] = await tx
+      .select({ role: memberships.role, removedAt: memberships.removedAt })
+      .from(memberships)
+      .where(and(eq(memberships.organizationId, organization.id), eq(memberships.userId, user.id)))
+      .for("update");
     await tx
       .insert(memberships)
       .values({ organizationId: organization.id, userId: user.id, role })
@@ -134,6 +140,15 @@ export async function addUser(db: Db, input: AddUserInput): Promise<Member> {
           activeSince: sql`case when ${memberships.removedAt} is null then ${memberships.activeSince} else now() end`,
         },
       });
+    const wasMember = before !== undefined && before.removedAt === null;
+    if (!wasMember || before.role !== role) {
+      await recordAudit(tx, audit, {
+        organizationId: organization.id,
+        action: wasMember ? "member.role_changed" : "member.added",
+        target: { type: "member", id: user.id, label: user.email },
+        detail: wasMember ? { role, previousRole: before.role } : { role },
+      });
+    }
     return { id: user.id, email: user.email, name: user.name, role };
   });
 }
@@ -144,20 +159,29 @@ export async function addUser(db: Db, input: AddUserInput): Promise<Member> {
  */
 export async function removeMember(
   db: Db,
+  audit: AuditContext,
   input: RemoveMemberInput,
 ): Promise<{ id: string; email: string }> {
   const { orgSlug, email } = parseInput(removeMemberInput, input);
   const organization = await requireOrganization(db, orgSlug);
   const user = await findUserByEmail(db, email);
   if (user === null) throw new InvalidRequest(`no user with email ${email}`);
-  const removed = await db
-    .update(memberships)
-    .set({ removedAt: sql`now()` })
-    .where(activeMembership(organization.id, user.id))
-    .returning({ id: memberships.id });
-  if (removed.length === 0) {
-    throw new InvalidRequest(`${email} is not an active member of ${orgSlug}`);
-  }
-  await endBrowserSessionsOf(db, user.id);
-  return { id: user.id, email: user.email };
+  return db.transaction(async (tx) => {
+    const removed = await tx
+      .update(memberships)
+      .set({ removedAt: sql`now()` })
+      .where(activeMembership(organization.id, user.id))
+      .returning({ id: memberships.id, role: memberships.role });
+    if (removed.length === 0) {
+      throw new InvalidRequest(`${email} is not an active member of ${orgSlug}`);
+    }
+    await endBrowserSessionsOf(tx, user.id);
+    await recordAudit(tx, audit, {
+      organizationId: organization.id,
+      action: "member.removed",
+      target: { type: "member", id: user.id, label: user.email },
+      detail: { role: removed[0]?.role },
+    });
+    return { id: user.id, email: user.email };
+  });
 }
