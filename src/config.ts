@@ -304,7 +304,10 @@ const configSchema = environmentSchema.transform((e, context) => {
     return z.NEVER;
   }
   // The spans still waiting are sent on SIGTERM: a collector away must not outlast the shutdown.
-  if (e.OTEL_EXPORTER_OTLP_TIMEOUT >= e.SHUTDOWN_TIMEOUT_MS) {
+  const tracingOn =
+    e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ||
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
+  if (tracingOn && e.OTEL_EXPORTER_OTLP_TIMEOUT >= e.SHUTDOWN_TIMEOUT_MS) {
     context.addIssue({
       code: "custom",
       path: ["OTEL_EXPORTER_OTLP_TIMEOUT"],
