@@ -21,7 +21,7 @@ import {
 } from "../support/browser.js";
 
 /**
- * Every admin page and the consent page: no serious or critical axe-core violation, no
+ * Every admin page and the OAuth pages (consent, returning to the addon, page expired): no serious or critical axe-core violation, no
  * horizontal scrolling of the page at 375 px, and actions that work from the keyboard alone.
  */
 
@@ -30,6 +30,8 @@ const contexts: BrowserContext[] = [];
 let browser: Browser;
 let served: ServedApp;
 let pages: { name: string; path: string }[];
+/** A request the consent page signs out of: no `state`, so it goes back to the addon. */
+let returnPath: string;
 const REDIRECT = "https://addon.example/callback";
 
 beforeAll(async () => {
@@ -81,6 +83,8 @@ beforeAll(async () => {
     scope: "projects:read tasks:read tasks:write",
     state: "st-1",
   });
+  const { state: _state, ...withoutState } = Object.fromEntries(authorize);
+  returnPath = `/oauth/authorize?${new URLSearchParams(withoutState).toString()}`;
   pages = [
     { name: "sign-in", path: "/login" },
     { name: "overview", path: base },
@@ -148,6 +152,39 @@ async function seriousViolations(page: Page): Promise<string[]> {
     );
 }
 
+/**
+ * The two OAuth pages no GET shows for good: "Returning to the addon", held there by answering
+ * its onward navigation with a 204 (which leaves the page in place), and "This page has
+ * expired", the answer to a consent form shown to another member than the one signed in now.
+ */
+async function visitOAuthOutcomes(page: Page, check: (name: string) => Promise<void>) {
+  let leftForAddon: () => void = () => {};
+  const navigatedOn = new Promise<void>((resolve) => (leftForAddon = resolve));
+  await page.route(`${new URL(REDIRECT).origin}/**`, async (route) => {
+    await route.fulfill({ status: 204 });
+    leftForAddon();
+  });
+  await page.goto(`${served.url}${returnPath}`);
+  await navigatedOn;
+  await page.getByRole("heading", { level: 1, name: "Returning to the addon" }).waitFor();
+  await check("returning to the addon");
+  await page.unroute(`${new URL(REDIRECT).origin}/**`);
+
+  await page.goto(`${served.url}${pages.find((entry) => entry.name === "consent")?.path}`);
+  await page
+    .locator('input[name="member_id"]')
+    .evaluate((input) => ((input as HTMLInputElement).value = crypto.randomUUID()));
+  await page.getByRole("button", { name: "Approve" }).click();
+  await page.getByRole("heading", { level: 1, name: "This page has expired" }).waitFor();
+  await check("page expired");
+}
+
+function horizontalOverflow(page: Page): Promise<number> {
+  return page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+}
+
 /** Opens every disclosure so the checks see the delivery details and chart tables too. */
 async function openAllDetails(page: Page): Promise<void> {
   await page.locator("details").evaluateAll((all) => {
@@ -177,6 +214,9 @@ describe("accessibility", () => {
         await page.goto(`${served.url}${path}`);
         expect(await seriousViolations(page), path).toEqual([]);
       }
+      await visitOAuthOutcomes(page, async (name) => {
+        expect(await seriousViolations(page), name).toEqual([]);
+      });
       // A refused form, with its error beside the field.
       await page.goto(`${served.url}/admin/acme/tokens`);
       await page.getByRole("button", { name: "Mint token" }).click();
@@ -193,11 +233,11 @@ describe("accessibility", () => {
     for (const { name, path } of pages) {
       await page.goto(`${served.url}${path}`);
       await openAllDetails(page);
-      const overflow = await page.evaluate(
-        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
-      );
-      expect(overflow, name).toBeLessThanOrEqual(0);
+      expect(await horizontalOverflow(page), name).toBeLessThanOrEqual(0);
     }
+    await visitOAuthOutcomes(page, async (name) => {
+      expect(await horizontalOverflow(page), name).toBeLessThanOrEqual(0);
+    });
   });
 
   it("works from the keyboard alone, with the focus visible", async () => {
