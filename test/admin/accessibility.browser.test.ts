@@ -2,23 +2,14 @@
 
 import axe from "axe-core";
 import { eq } from "drizzle-orm";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { users, webhookDeliveries } from "../../src/db/schema/index.js";
 import { createToken } from "../../src/modules/tokens/service.js";
 import { createPingDelivery, createWebhook } from "../../src/webhooks/service.js";
-import {
-  importOAuthWorkspaces,
-  issueCode,
-  PASSWORD,
-  registerClient,
-} from "../oauth/oauth-fixtures.js";
-import {
-  launchBrowser,
-  type ServedApp,
-  serveTestApp,
-  signedInContext,
-} from "../support/browser.js";
+import { issueCode, registerClient } from "../oauth/oauth-fixtures.js";
+import { type AdminBrowser, startAdminBrowser } from "../support/admin-browser.js";
+import type { ServedApp } from "../support/browser.js";
 
 /**
  * Every admin page and the OAuth pages (consent, returning to the addon, page expired): no serious or critical axe-core violation, no
@@ -26,8 +17,7 @@ import {
  */
 
 const axeSource = axe.source;
-const contexts: BrowserContext[] = [];
-let browser: Browser;
+let admin: AdminBrowser;
 let served: ServedApp;
 let pages: { name: string; path: string }[];
 /** A request the consent page signs out of: no `state`, so it goes back to the addon. */
@@ -35,14 +25,15 @@ let returnPath: string;
 const REDIRECT = "https://addon.example/callback";
 
 beforeAll(async () => {
-  [browser, served] = await Promise.all([launchBrowser(), serveTestApp()]);
-  const { acme, devco } = await importOAuthWorkspaces(served.db);
-  const admin = acme.users?.[0];
-  if (admin === undefined) throw new Error("no admin");
+  admin = await startAdminBrowser();
+  served = admin.served;
+  const { acme, devco } = admin.workspaces;
+  const acmeAdmin = acme.users?.[0];
+  if (acmeAdmin === undefined) throw new Error("no admin");
   const [adminRow] = await served.db
     .select({ id: users.id })
     .from(users)
-    .where(eq(users.email, admin.email));
+    .where(eq(users.email, acmeAdmin.email));
   if (adminRow === undefined) throw new Error("no admin row");
   const client = await registerClient(served.db, devco, [REDIRECT], { name: "Gantt Addon" });
   await issueCode(served.db, {
@@ -100,22 +91,11 @@ beforeAll(async () => {
     { name: "consent", path: `/oauth/authorize?${authorize.toString()}` },
   ];
 });
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
-afterAll(async () => {
-  await browser?.close();
-  await served?.close();
-});
+afterEach(() => admin.closePages());
+afterAll(() => admin?.close());
 
 async function adminPage(viewport?: { width: number; height: number }): Promise<Page> {
-  const { context, page } = await signedInContext(
-    browser,
-    served.url,
-    "admin@acme.example",
-    PASSWORD,
-  );
-  contexts.push(context);
+  const page = await admin.pageAs();
   if (viewport !== undefined) await page.setViewportSize(viewport);
   return page;
 }

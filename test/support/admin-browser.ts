@@ -1,0 +1,81 @@
+import { pino } from "pino";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
+import type { WorkspaceJobs } from "../../src/queue/jobs.js";
+import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
+import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
+import { launchBrowser, type ServedApp, serveTestApp, signedInContext } from "./browser.js";
+
+export type OAuthWorkspaces = Awaited<ReturnType<typeof importOAuthWorkspaces>>;
+
+/**
+ * What a browser test of the admin area works with: one Chromium for the file, the real app on
+ * a real port with the OAuth workspaces (acme, devco) imported, and its members' pages.
+ */
+export type AdminBrowser = {
+  browser: Browser;
+  served: ServedApp;
+  workspaces: OAuthWorkspaces;
+  /** A fresh context signed in as the member (acme's admin by default), closed by `closePages`. */
+  pageAs(email?: string): Promise<Page>;
+  /** A fresh context signed in as nobody, closed by `closePages`. */
+  anonymousPage(): Promise<Page>;
+  /** Closes every page opened so far (each test's, from `afterEach`). */
+  closePages(): Promise<void>;
+  close(): Promise<void>;
+};
+
+export type AdminBrowserOptions = {
+  env?: Record<string, string>;
+  /**
+   * Deliveries sent as `svc start` sends them: a worker on the app's own in-process queue, with
+   * no quick retries, so a failed attempt waits for the daily pass.
+   */
+  deliveries?: boolean;
+};
+
+export async function startAdminBrowser(options: AdminBrowserOptions = {}): Promise<AdminBrowser> {
+  const logger = pino({ level: "silent" });
+  const queue = options.deliveries ? createInProcessQueue<WorkspaceJobs>(logger) : undefined;
+  const env = options.deliveries
+    ? { WEBHOOK_QUICK_RETRIES: "", ...options.env }
+    : (options.env ?? {});
+  const [browser, served] = await Promise.all([
+    launchBrowser(),
+    serveTestApp(env, queue === undefined ? {} : { queue }),
+  ]);
+  let worker: DeliveryWorker | undefined;
+  if (queue !== undefined) {
+    worker = createDeliveryWorker({ db: served.db, config: served.config, logger, queue });
+    await queue.startWorker(worker.handlers);
+  }
+  const workspaces = await importOAuthWorkspaces(served.db);
+  const contexts: BrowserContext[] = [];
+  const closePages = async () => {
+    await Promise.all(contexts.splice(0).map((context) => context.close()));
+  };
+
+  return {
+    browser,
+    served,
+    workspaces,
+    async pageAs(email = "admin@acme.example") {
+      const { context, page } = await signedInContext(browser, served.url, email, PASSWORD);
+      contexts.push(context);
+      return page;
+    },
+    async anonymousPage() {
+      const context = await browser.newContext();
+      contexts.push(context);
+      return context.newPage();
+    },
+    closePages,
+    async close() {
+      await closePages();
+      await browser.close();
+      await worker?.close();
+      await queue?.close();
+      await served.close();
+    },
+  };
+}
