@@ -6,6 +6,8 @@ import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/de
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { launchBrowser, type ServedApp, serveTestApp, signedInContext } from "./browser.js";
 
+type StorageState = Awaited<ReturnType<BrowserContext["storageState"]>>;
+
 export type OAuthWorkspaces = Awaited<ReturnType<typeof importOAuthWorkspaces>>;
 
 /**
@@ -16,11 +18,16 @@ export type AdminBrowser = {
   browser: Browser;
   served: ServedApp;
   workspaces: OAuthWorkspaces;
-  /** A fresh context signed in as the member (acme's admin by default), closed by `closePages`. */
+  /**
+   * A page in a fresh context signed in as the member (acme's admin by default). The member
+   * signs in once per file; later contexts share that session's cookies, so a test that signs
+   * out must use `anonymousPage` and sign in itself.
+   */
   pageAs(email?: string): Promise<Page>;
-  /** A fresh context signed in as nobody, closed by `closePages`. */
+  /** A fresh context signed in as nobody. */
+  newContext(): Promise<BrowserContext>;
   anonymousPage(): Promise<Page>;
-  /** Closes every page opened so far (each test's, from `afterEach`). */
+  /** Closes every context opened so far (each test's, from `afterEach`). */
   closePages(): Promise<void>;
   close(): Promise<void>;
 };
@@ -54,20 +61,30 @@ export async function startAdminBrowser(options: AdminBrowserOptions = {}): Prom
   const closePages = async () => {
     await Promise.all(contexts.splice(0).map((context) => context.close()));
   };
+  const sessions = new Map<string, StorageState>();
+  const newContext = async (storageState?: StorageState) => {
+    const context = await browser.newContext(storageState === undefined ? {} : { storageState });
+    contexts.push(context);
+    return context;
+  };
 
   return {
     browser,
     served,
     workspaces,
     async pageAs(email = "admin@acme.example") {
-      const { context, page } = await signedInContext(browser, served.url, email, PASSWORD);
-      contexts.push(context);
-      return page;
+      let session = sessions.get(email);
+      if (session === undefined) {
+        const signedIn = await signedInContext(browser, served.url, email, PASSWORD);
+        session = await signedIn.context.storageState();
+        sessions.set(email, session);
+        await signedIn.context.close();
+      }
+      return (await newContext(session)).newPage();
     },
+    newContext: () => newContext(),
     async anonymousPage() {
-      const context = await browser.newContext();
-      contexts.push(context);
-      return context.newPage();
+      return (await newContext()).newPage();
     },
     closePages,
     async close() {
