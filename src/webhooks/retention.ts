@@ -10,7 +10,7 @@ export type RetentionSettings = Pick<Config["retention"], "olderThanSeconds" | "
 export type RetentionRemoved = { deliveries: number; attempts: number; events: number };
 
 // Shared by every instance, so that one run at a time works through the delivery log.
-const RETENTION_LOCK_KEY = 727_465_103;
+export const RETENTION_LOCK_KEY = 727_465_103;
 
 /**
  * One batch of settled deliveries (delivered, or exhausted and not taken back) settled before
