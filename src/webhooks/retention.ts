@@ -40,26 +40,39 @@ async function removeSettledDeliveries(
   return counts ?? { deliveries: 0, attempts: 0 };
 }
 
+type EventWindow = { events: number; windowEnd: number | null; anyOlder: boolean | null };
+
 /**
- * One batch of change events recorded before the limit that were fanned out and have no
- * delivery left. An event not yet fanned out stays: the relay has still to read it.
+ * Change events recorded before the limit that were fanned out and have no delivery left, among
+ * the next `batchSize` events after `after` in id order: a walk over the primary key, so a batch
+ * never scans the whole table. An event not yet fanned out stays: the relay has still to read it.
  */
 async function removeSpentEvents(
   db: Db,
   { olderThanSeconds, batchSize }: RetentionSettings,
-): Promise<number> {
+  after: number,
+): Promise<EventWindow> {
+  const cutoff = sql`now() - make_interval(secs => ${olderThanSeconds})`;
   const result = await db.execute(sql`
-    with batch as (
+    with events_window as (
+      select max(id) as id, bool_or(occurred_at < ${cutoff}) as older from (
+        select id, occurred_at from change_events where id > ${after}
+        order by id limit ${batchSize}) w
+    ), batch as (
       select e.id from change_events e
-      where e.fanned_out_at is not null
-        and e.occurred_at < now() - make_interval(secs => ${olderThanSeconds})
+      where e.id > ${after} and e.id <= (select id from events_window)
+        and e.fanned_out_at is not null
+        and e.occurred_at < ${cutoff}
         and not exists (select 1 from webhook_deliveries d where d.change_event_id = e.id)
-      order by e.id
-      limit ${batchSize}
       for update of e skip locked
+    ), removed as (
+      delete from change_events e using batch where e.id = batch.id returning e.id
     )
-    delete from change_events e using batch where e.id = batch.id returning e.id`);
-  return rowsOf(result).length;
+    select (select count(*) from removed)::int as events, w.id as "windowEnd",
+      w.older as "anyOlder"
+    from events_window w`);
+  const [window] = rowsOf<EventWindow>(result);
+  return window ?? { events: 0, windowEnd: null, anyOlder: null };
 }
 
 /** Every batch in turn, each statement its own short transaction, until one comes back short. */
@@ -71,10 +84,13 @@ async function removeExpiredRows(db: Db, settings: RetentionSettings): Promise<R
     removed.attempts += batch.attempts;
     if (batch.deliveries < settings.batchSize) break;
   }
+  // Ids follow recording times, so the walk stops at the first window wholly inside the limit.
+  let after = 0;
   for (;;) {
-    const events = await removeSpentEvents(db, settings);
-    removed.events += events;
-    if (events < settings.batchSize) break;
+    const window = await removeSpentEvents(db, settings, after);
+    removed.events += window.events;
+    if (window.windowEnd === null || window.anyOlder !== true) break;
+    after = Number(window.windowEnd);
   }
   return removed;
 }
