@@ -226,7 +226,7 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   // The rate limit and readiness share it: a command left unanswered holds back both.
   const redis = deps.redis === undefined ? undefined : new RequestPathRedis(deps.redis);
   registerHealthRoutes(app, readinessCheck(deps.database, redis, deps.config.readinessTimeoutMs));
-  const publicClientOrigins = new PublicClientOrigins(deps.database.db);
+  const publicClientOrigins = new PublicClientOrigins(deps.database.db, deps.config.corsOrigins);
   await app.register((api) => registerApi(api, deps, redis, publicClientOrigins), {
     prefix: API_PREFIX,
   });

@@ -25,6 +25,9 @@ const environmentSchema = z.object({
   SECRET_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   OAUTH_CODE_TTL_SECONDS: positiveInt.default(600),
+  CORS_KNOWN_ORIGIN_MAX_AGE_MS: positiveInt.default(60_000),
+  CORS_UNKNOWN_ORIGIN_MAX_AGE_MS: positiveInt.default(1000),
+  CORS_ORIGIN_CACHE_SIZE: positiveInt.default(1000),
   RATE_LIMIT_MAX: positiveInt.default(600),
   RATE_LIMIT_WINDOW_SECONDS: positiveInt.default(60),
   AUTH_RATE_LIMIT_MAX: positiveInt.default(10),
@@ -313,7 +316,10 @@ const configSchema = environmentSchema.transform((e, context) => {
     return z.NEVER;
   }
   // The spans still waiting are sent on SIGTERM: a collector away must not outlast the shutdown.
-  if (e.OTEL_EXPORTER_OTLP_TIMEOUT >= e.SHUTDOWN_TIMEOUT_MS) {
+  const tracingOn =
+    e.OTEL_EXPORTER_OTLP_ENDPOINT !== undefined ||
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT !== undefined;
+  if (tracingOn && e.OTEL_EXPORTER_OTLP_TIMEOUT >= e.SHUTDOWN_TIMEOUT_MS) {
     context.addIssue({
       code: "custom",
       path: ["OTEL_EXPORTER_OTLP_TIMEOUT"],
@@ -357,6 +363,15 @@ const configSchema = environmentSchema.transform((e, context) => {
     secretKey: e.SECRET_KEY ?? localSecretKey(dataDir),
     logLevel: e.LOG_LEVEL,
     oauthCodeTtlSeconds: e.OAUTH_CODE_TTL_SECONDS,
+    /** Which origins the token endpoint and the metadata answer: each origin's verdict, cached. */
+    corsOrigins: {
+      /** A public client's origin is trusted this long; a client deleted meanwhile keeps CORS. */
+      knownMaxAgeMs: e.CORS_KNOWN_ORIGIN_MAX_AGE_MS,
+      /** An unknown origin is looked up again after this long, so a new client works soon. */
+      unknownMaxAgeMs: e.CORS_UNKNOWN_ORIGIN_MAX_AGE_MS,
+      /** Origins remembered at most; the least recently asked is forgotten first. */
+      maxEntries: e.CORS_ORIGIN_CACHE_SIZE,
+    },
     rateLimit: { max: e.RATE_LIMIT_MAX, windowSeconds: e.RATE_LIMIT_WINDOW_SECONDS },
     authRateLimitMax: e.AUTH_RATE_LIMIT_MAX,
     /** Browser pages per client address per minute. */

@@ -65,10 +65,20 @@ export const writableDate = isoDate.refine(
   "year 0000 is not a date",
 );
 
-/** ISO 8601 date-time as the API prints it (UTC, `Z`). */
-export const isoDateTime = z.iso.datetime({ offset: true }).meta({
+/** What a date-time must look like, said by every refusal of one (spec: `date-time`). */
+export const DATE_TIME_FORMAT =
+  "expected a date-time as ISO 8601 with seconds and Z or an offset, e.g. 2026-03-12T09:00:00Z";
+
+/** ISO 8601 date-time with seconds and `Z` or an offset; the API prints UTC with `Z`. */
+export const isoDateTime = z.iso.datetime({ offset: true, error: DATE_TIME_FORMAT }).meta({
   examples: ["2026-03-01T09:00:00Z"],
 });
+
+/** A date-time a client writes. */
+export const writableDateTime = isoDateTime.refine(
+  (value) => !value.startsWith("0000"),
+  "year 0000 is not a date",
+);
 
 export function toIsoDateTime(value: Date): string;
 export function toIsoDateTime(value: Date | null): string | null;

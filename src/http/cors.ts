@@ -65,4 +65,16 @@ export async function registerCors(app: FastifyInstance, policy: OriginPolicy): 
       return { ...SHARED_OPTIONS, origin, preflight: origin !== false && isPreflight(request) };
     },
   });
+  // An answer given before the scope's hooks ran (the 503 of a stopping process comes from the
+  // app's first hook) gets the same headers here, so the page can read why it was refused.
+  app.addHook("onSend", async (request, reply, payload) => {
+    if (reply.hasHeader("access-control-allow-origin") || isPreflight(request)) return payload;
+    const origin = await allowedOrigin(request, policy);
+    if (origin === false) return payload;
+    reply.header("Access-Control-Allow-Origin", origin);
+    reply.header("Access-Control-Expose-Headers", SHARED_OPTIONS.exposedHeaders.join(", "));
+    const vary = reply.getHeader("vary");
+    if (origin !== "*") reply.header("Vary", vary === undefined ? "Origin" : `${vary}, Origin`);
+    return payload;
+  });
 }

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { markdownText, writableDate, writableSlug } from "../core/values.js";
+import { markdownText, writableDate, writableDateTime, writableSlug } from "../core/values.js";
 import { documentCategory, documentKind, meetingAudience } from "../db/schema/library.js";
 import {
   componentHealth,
@@ -18,9 +18,7 @@ const slug = writableSlug;
 const label = z.string().min(1);
 // Postgres has no year 0000, and an integer column holds at most 2^31 - 1.
 const isoDate = writableDate;
-const isoDateTime = z.iso
-  .datetime({ offset: true })
-  .refine((value) => !value.startsWith("0000"), "year 0000 is not a date");
+const isoDateTime = writableDateTime;
 const int4 = z.int().nonnegative().max(2_147_483_647);
 const httpUrl = z.url({ protocol: /^https?$/, error: "must be an absolute http(s) URL" });
 

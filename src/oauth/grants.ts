@@ -16,6 +16,15 @@ import { hashSecret } from "../modules/tokens/service.js";
 
 const CODE_PREFIX = "svca_";
 
+/** The addon's name and client id, as the audit entry of a grant names them. */
+async function addonNamed(tx: Db, clientRecordId: string) {
+  const [addon] = await tx
+    .select({ name: oauthClients.name, clientId: oauthClients.clientId })
+    .from(oauthClients)
+    .where(eq(oauthClients.id, clientRecordId));
+  return addon;
+}
+
 export type Approval = {
   /** The addon's client record. */
   clientRecordId: string;
@@ -59,10 +68,7 @@ export async function approveAuthorization(
       })
       .returning({ id: oauthGrants.id, scopes: oauthGrants.scopes });
     assertRowReturned(grant, "grant upsert");
-    const [addon] = await tx
-      .select({ name: oauthClients.name, clientId: oauthClients.clientId })
-      .from(oauthClients)
-      .where(eq(oauthClients.id, approval.clientRecordId));
+    const addon = await addonNamed(tx, approval.clientRecordId);
     await recordAudit(tx, audit, {
       organizationId: approval.organizationId,
       action: "grant.approved",
@@ -223,10 +229,7 @@ export async function revokeGrant(
       .set({ revokedAt: sql`now()` })
       .where(and(eq(apiTokens.grantId, grantId), isNull(apiTokens.revokedAt)))
       .returning({ id: apiTokens.id });
-    const [addon] = await tx
-      .select({ name: oauthClients.name, clientId: oauthClients.clientId })
-      .from(oauthClients)
-      .where(eq(oauthClients.id, grant.clientId));
+    const addon = await addonNamed(tx, grant.clientId);
     await recordAudit(tx, audit, {
       organizationId: grant.organizationId,
       action: "grant.revoked",

@@ -41,12 +41,14 @@ const MAX_URL_LENGTH = 2048;
 // plain http too.
 const LOCAL_HTTP_HOSTS: ReadonlySet<string> = new Set(["localhost", "127.0.0.1", "[::1]"]);
 
+/** The plain-http exception as both the form's hint and the refusal state it. */
+const LOCAL_HTTP_RULE = `http only for ${[...LOCAL_HTTP_HOSTS].join(", ")} outside production`;
+
 /** The registration rule in one line, for forms that ask for a webhook URL. */
 export function describeWebhookUrlRule(network: WebhookNetwork): string {
-  const hosts = [...LOCAL_HTTP_HOSTS].join(", ");
   const privateRanges =
     (network.allowedPrivateRanges ?? []).length > 0 ? " or an allowed private range" : "";
-  const localHttp = network.production ? "" : `; http too for ${hosts} outside production`;
+  const localHttp = network.production ? "" : `; ${LOCAL_HTTP_RULE}`;
   return `https, to a public host name${privateRanges}${localHttp}; no credentials or #fragment`;
 }
 
@@ -163,9 +165,7 @@ export async function checkWebhookUrl(
     !options.production && url.protocol === "http:" && LOCAL_HTTP_HOSTS.has(url.hostname);
   if (url.protocol !== "https:" && !isLocalHttp) {
     return refuse(
-      options.production
-        ? "URL must use https"
-        : "URL must use https (http is allowed only for localhost and 127.0.0.1 outside production)",
+      options.production ? "URL must use https" : `URL must use https (${LOCAL_HTTP_RULE})`,
     );
   }
   if (url.username !== "" || url.password !== "") {

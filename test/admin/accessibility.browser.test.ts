@@ -2,46 +2,39 @@
 
 import axe from "axe-core";
 import { eq } from "drizzle-orm";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { users, webhookDeliveries } from "../../src/db/schema/index.js";
 import { systemAudit } from "../../src/modules/audit/service.js";
 import { createToken } from "../../src/modules/tokens/service.js";
 import { createPingDelivery, createWebhook } from "../../src/webhooks/service.js";
-import {
-  importOAuthWorkspaces,
-  issueCode,
-  PASSWORD,
-  registerClient,
-} from "../oauth/oauth-fixtures.js";
-import {
-  launchBrowser,
-  type ServedApp,
-  serveTestApp,
-  signedInContext,
-} from "../support/browser.js";
+import { issueCode, registerClient } from "../oauth/oauth-fixtures.js";
+import { type AdminBrowser, startAdminBrowser } from "../support/admin-browser.js";
+import type { ServedApp } from "../support/browser.js";
 
 /**
- * Every admin page and the consent page: no serious or critical axe-core violation, no
+ * Every admin page and the OAuth pages (consent, returning to the addon, page expired): no serious or critical axe-core violation, no
  * horizontal scrolling of the page at 375 px, and actions that work from the keyboard alone.
  */
 
 const axeSource = axe.source;
-const contexts: BrowserContext[] = [];
-let browser: Browser;
+let admin: AdminBrowser;
 let served: ServedApp;
 let pages: { name: string; path: string }[];
+/** A request the consent page signs out of: no `state`, so it goes back to the addon. */
+let returnPath: string;
 const REDIRECT = "https://addon.example/callback";
 
 beforeAll(async () => {
-  [browser, served] = await Promise.all([launchBrowser(), serveTestApp()]);
-  const { acme, devco } = await importOAuthWorkspaces(served.db);
-  const admin = acme.users?.[0];
-  if (admin === undefined) throw new Error("no admin");
+  admin = await startAdminBrowser();
+  served = admin.served;
+  const { acme, devco } = admin.workspaces;
+  const acmeAdmin = acme.users?.[0];
+  if (acmeAdmin === undefined) throw new Error("no admin");
   const [adminRow] = await served.db
     .select({ id: users.id })
     .from(users)
-    .where(eq(users.email, admin.email));
+    .where(eq(users.email, acmeAdmin.email));
   if (adminRow === undefined) throw new Error("no admin row");
   const client = await registerClient(served.db, devco, [REDIRECT], { name: "Gantt Addon" });
   await issueCode(served.db, {
@@ -83,6 +76,8 @@ beforeAll(async () => {
     scope: "projects:read tasks:read tasks:write",
     state: "st-1",
   });
+  const { state: _state, ...withoutState } = Object.fromEntries(authorize);
+  returnPath = `/oauth/authorize?${new URLSearchParams(withoutState).toString()}`;
   pages = [
     { name: "sign-in", path: "/login" },
     { name: "overview", path: base },
@@ -99,22 +94,11 @@ beforeAll(async () => {
     { name: "consent", path: `/oauth/authorize?${authorize.toString()}` },
   ];
 });
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
-afterAll(async () => {
-  await browser?.close();
-  await served?.close();
-});
+afterEach(() => admin.closePages());
+afterAll(() => admin?.close());
 
 async function adminPage(viewport?: { width: number; height: number }): Promise<Page> {
-  const { context, page } = await signedInContext(
-    browser,
-    served.url,
-    "admin@acme.example",
-    PASSWORD,
-  );
-  contexts.push(context);
+  const page = await admin.pageAs();
   if (viewport !== undefined) await page.setViewportSize(viewport);
   return page;
 }
@@ -151,6 +135,39 @@ async function seriousViolations(page: Page): Promise<string[]> {
     );
 }
 
+/**
+ * The two OAuth pages no GET shows for good: "Returning to the addon", held there by answering
+ * its onward navigation with a 204 (which leaves the page in place), and "This page has
+ * expired", the answer to a consent form shown to another member than the one signed in now.
+ */
+async function visitOAuthOutcomes(page: Page, check: (name: string) => Promise<void>) {
+  let leftForAddon: () => void = () => {};
+  const navigatedOn = new Promise<void>((resolve) => (leftForAddon = resolve));
+  await page.route(`${new URL(REDIRECT).origin}/**`, async (route) => {
+    await route.fulfill({ status: 204 });
+    leftForAddon();
+  });
+  await page.goto(`${served.url}${returnPath}`);
+  await navigatedOn;
+  await page.getByRole("heading", { level: 1, name: "Returning to the addon" }).waitFor();
+  await check("returning to the addon");
+  await page.unroute(`${new URL(REDIRECT).origin}/**`);
+
+  await page.goto(`${served.url}${pages.find((entry) => entry.name === "consent")?.path}`);
+  await page
+    .locator('input[name="member_id"]')
+    .evaluate((input) => ((input as HTMLInputElement).value = crypto.randomUUID()));
+  await page.getByRole("button", { name: "Approve" }).click();
+  await page.getByRole("heading", { level: 1, name: "This page has expired" }).waitFor();
+  await check("page expired");
+}
+
+function horizontalOverflow(page: Page): Promise<number> {
+  return page.evaluate(
+    () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+  );
+}
+
 /** Opens every disclosure so the checks see the delivery details and chart tables too. */
 async function openAllDetails(page: Page): Promise<void> {
   await page.locator("details").evaluateAll((all) => {
@@ -180,6 +197,9 @@ describe("accessibility", () => {
         await page.goto(`${served.url}${path}`);
         expect(await seriousViolations(page), path).toEqual([]);
       }
+      await visitOAuthOutcomes(page, async (name) => {
+        expect(await seriousViolations(page), name).toEqual([]);
+      });
       // A refused form, with its error beside the field.
       await page.goto(`${served.url}/admin/acme/tokens`);
       await page.getByRole("button", { name: "Mint token" }).click();
@@ -196,11 +216,11 @@ describe("accessibility", () => {
     for (const { name, path } of pages) {
       await page.goto(`${served.url}${path}`);
       await openAllDetails(page);
-      const overflow = await page.evaluate(
-        () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
-      );
-      expect(overflow, name).toBeLessThanOrEqual(0);
+      expect(await horizontalOverflow(page), name).toBeLessThanOrEqual(0);
     }
+    await visitOAuthOutcomes(page, async (name) => {
+      expect(await horizontalOverflow(page), name).toBeLessThanOrEqual(0);
+    });
   });
 
   it("works from the keyboard alone, with the focus visible", async () => {

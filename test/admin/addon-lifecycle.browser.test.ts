@@ -1,49 +1,31 @@
-import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findAddonByClientId } from "../../src/oauth/addons.js";
-import {
-  importOAuthWorkspaces,
-  issueCode,
-  PASSWORD,
-  registerClient,
-} from "../oauth/oauth-fixtures.js";
+import { issueCode, registerClient } from "../oauth/oauth-fixtures.js";
+import { type AdminBrowser, startAdminBrowser } from "../support/admin-browser.js";
 import { api } from "../support/api.js";
-import {
-  launchBrowser,
-  type ServedApp,
-  serveTestApp,
-  signedInContext,
-  submitForHeading,
-  submitForNotice,
-} from "../support/browser.js";
+import { submitForHeading, submitForNotice } from "../support/browser.js";
 import { redeemCode } from "../support/tokens.js";
 
 // A developer organisation's admin edits an addon, replaces its secret and deletes it, in
 // Chromium, through the pages' own links and forms.
 
-let browser: Browser;
-let served: ServedApp;
-let context: BrowserContext | undefined;
-let fixtures: Awaited<ReturnType<typeof importOAuthWorkspaces>>;
+let admin: AdminBrowser;
 
 beforeAll(async () => {
-  [browser, served] = await Promise.all([launchBrowser(), serveTestApp()]);
-  fixtures = await importOAuthWorkspaces(served.db);
+  admin = await startAdminBrowser();
 });
-afterAll(async () => {
-  await context?.close();
-  await browser?.close();
-  await served?.close();
-});
+afterAll(() => admin?.close());
 
 describe("an addon's page in the admin area", () => {
   it("edits the addon, replaces its secret and deletes it with its tokens", async () => {
-    const client = await registerClient(served.db, fixtures.devco, ["https://gantt.example/cb"]);
+    const client = await registerClient(admin.served.db, admin.workspaces.devco, [
+      "https://gantt.example/cb",
+    ]);
     const exchange = async (secret: string) =>
-      redeemCode(served.app, {
-        code: await issueCode(served.db, {
+      redeemCode(admin.served.app, {
+        code: await issueCode(admin.served.db, {
           clientRecordId: client.id,
-          organization: fixtures.acme,
+          organization: admin.workspaces.acme,
           redirectUri: client.redirectUri,
           scopes: ["projects:read"],
         }),
@@ -53,10 +35,8 @@ describe("an addon's page in the admin area", () => {
       });
     const token = (await exchange(client.clientSecret as string)).json().access_token as string;
 
-    const signedIn = await signedInContext(browser, served.url, "admin@devco.example", PASSWORD);
-    context = signedIn.context;
-    const { page } = signedIn;
-    await page.goto(`${served.url}/admin/devco/addons`);
+    const page = await admin.pageAs("admin@devco.example");
+    await page.goto(`${admin.served.url}/admin/devco/addons`);
     await page.getByRole("link", { name: "Gantt Addon" }).click();
     await page.getByRole("heading", { level: 1, name: "Gantt Addon" }).waitFor();
 
@@ -69,7 +49,7 @@ describe("an addon's page in the admin area", () => {
       page.getByRole("button", { name: "Save changes" }),
       "Addon updated.",
     );
-    expect((await findAddonByClientId(served.db, client.clientId))?.redirectUris).toEqual([
+    expect((await findAddonByClientId(admin.served.db, client.clientId))?.redirectUris).toEqual([
       "https://gantt.example/cb",
       "https://gantt.example/other",
     ]);
@@ -92,6 +72,6 @@ describe("an addon's page in the admin area", () => {
       "Addon deleted",
     );
     expect(await page.getByRole("link", { name: "Gantt Charts" }).count()).toBe(0);
-    expect((await api(served.app, "GET", "/api/v1/me", { token })).status).toBe(401);
+    expect((await api(admin.served.app, "GET", "/api/v1/me", { token })).status).toBe(401);
   });
 });

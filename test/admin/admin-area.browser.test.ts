@@ -1,84 +1,50 @@
 import { createHmac } from "node:crypto";
-import { pino } from "pino";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
-import type { WorkspaceJobs } from "../../src/queue/jobs.js";
-import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
-import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
+import { PASSWORD } from "../oauth/oauth-fixtures.js";
+import { type AdminBrowser, startAdminBrowser } from "../support/admin-browser.js";
 import { api } from "../support/api.js";
-import {
-  fillSignIn,
-  launchBrowser,
-  type ServedApp,
-  serveTestApp,
-  signedInContext,
-  submitForHeading,
-  submitForNotice,
-} from "../support/browser.js";
+import { fillSignIn, submitForHeading, submitForNotice } from "../support/browser.js";
 import { eventually } from "../support/eventually.js";
 import { Receiver } from "../support/receiver.js";
 
-const logger = pino({ level: "silent" });
-let browser: Browser;
-let served: ServedApp;
+let admin: AdminBrowser;
 let receiver: Receiver;
-const queue = createInProcessQueue<WorkspaceJobs>(logger);
-let deliveries: DeliveryWorker | undefined;
-const contexts: BrowserContext[] = [];
 let base: string;
 
 beforeAll(async () => {
-  [browser, served, receiver] = await Promise.all([
-    launchBrowser(),
-    serveTestApp({ WEBHOOK_QUICK_RETRIES: "" }, { queue }),
+  [admin, receiver] = await Promise.all([
+    startAdminBrowser({ deliveries: true }),
     new Receiver().start(),
   ]);
-  // A worker on the app's own queue, as `svc start` runs it.
-  deliveries = createDeliveryWorker({ db: served.db, config: served.config, logger, queue });
-  await queue.startWorker(deliveries.handlers);
-  await importOAuthWorkspaces(served.db);
-  base = `${served.url}/admin/acme`;
+  base = `${admin.served.url}/admin/acme`;
 });
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
+afterEach(() => admin.closePages());
 afterAll(async () => {
-  await browser?.close();
-  await deliveries?.close();
-  await queue.close();
+  await admin?.close();
   await receiver?.stop();
-  await served?.close();
 });
-
-async function pageAs(email: string): Promise<Page> {
-  const { context, page } = await signedInContext(browser, served.url, email, PASSWORD);
-  contexts.push(context);
-  return page;
-}
 
 const heading = (page: Page) => page.getByRole("heading", { level: 1 }).innerText();
 
 describe("the admin area", () => {
   it("sends a signed-out visitor to sign in and back, and refuses a member with a 403 page", async () => {
-    const context = await browser.newContext();
-    contexts.push(context);
-    const page = await context.newPage();
+    const page = await admin.anonymousPage();
     await page.goto(`${base}/tokens`);
     expect(new URL(page.url()).pathname).toBe("/login");
     await fillSignIn(page, "admin@acme.example", PASSWORD);
     await page.waitForURL(`${base}/tokens`);
     expect(await heading(page)).toBe("API tokens");
 
-    const member = await pageAs("member@acme.example");
-    const response = await member.goto(`${served.url}/admin`);
+    const member = await admin.pageAs("member@acme.example");
+    const response = await member.goto(`${admin.served.url}/admin`);
     expect(response?.status()).toBe(403);
     expect(await heading(member)).toBe("Admins only");
     expect((await member.goto(`${base}/tokens`))?.status()).toBe(403);
   });
 
   it("mints a token with the chosen scopes and expiry, shows it once, lists it and revokes it", async () => {
-    const page = await pageAs("admin@acme.example");
+    const page = await admin.pageAs("admin@acme.example");
     await page.goto(`${base}/tokens`);
     await page.getByLabel("Name (optional)").fill("Reporting script");
     await page.getByLabel("Read projects").check();
@@ -88,10 +54,10 @@ describe("the admin area", () => {
     const token = await page.getByLabel(/^Token/).inputValue();
     expect(token).toMatch(/^svc_live_/);
 
-    const me = await api(served.app, "GET", "/api/v1/me", { token });
+    const me = await api(admin.served.app, "GET", "/api/v1/me", { token });
     expect(me.body.data.scopes).toEqual(["projects:read", "tasks:write"]);
     expect(me.body.data.pluginId).toBeNull();
-    const created = await api(served.app, "POST", "/api/v1/projects/rover/tasks", {
+    const created = await api(admin.served.app, "POST", "/api/v1/projects/rover/tasks", {
       token,
       body: { title: "Minted in the browser" },
     });
@@ -111,11 +77,11 @@ describe("the admin area", () => {
     await page.getByRole("heading", { level: 1, name: "Revoke this token?" }).waitFor();
     const revoked = page.getByRole("button", { name: "Revoke token" });
     expect(await submitForNotice(page, revoked, "revoked")).toBe("Token revoked.");
-    expect((await api(served.app, "GET", "/api/v1/me", { token })).status).toBe(401);
+    expect((await api(admin.served.app, "GET", "/api/v1/me", { token })).status).toBe(401);
   });
 
   it("registers an addon, showing the secret once, and refuses a bad redirect URI", async () => {
-    const page = await pageAs("admin@acme.example");
+    const page = await admin.pageAs("admin@acme.example");
     await page.goto(`${base}/addons`);
     await page.getByLabel("Name").fill("Acme Timeline");
     await page
@@ -148,7 +114,7 @@ describe("the admin area", () => {
   });
 
   it("registers a webhook with event checkboxes, pings it, shows the log, redelivers, disables", async () => {
-    const page = await pageAs("admin@acme.example");
+    const page = await admin.pageAs("admin@acme.example");
     await page.goto(`${base}/webhooks`);
     await page.getByLabel("Receiver URL").fill(receiver.url("/hooks/admin"));
     await page.getByLabel("task.created").check();

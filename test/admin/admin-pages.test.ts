@@ -101,7 +101,7 @@ describe("webhooks", () => {
   it("states the URL rule the registration applies in the URL's label", async () => {
     const page = await admin.get("/admin/acme/webhooks");
     expect(page.body).toContain(
-      '<label for="webhook-url">Receiver URL <span class="hint">(https, to a public host name; http too for localhost, 127.0.0.1, [::1] outside production; no credentials or #fragment)</span></label>',
+      '<label for="webhook-url">Receiver URL <span class="hint">(https, to a public host name; http only for localhost, 127.0.0.1, [::1] outside production; no credentials or #fragment)</span></label>',
     );
   });
 

@@ -1,35 +1,16 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { pino } from "pino";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  changeEvents,
-  webhookDeliveries,
-  webhookSubscriptions,
-  webhooks,
-} from "../../src/db/schema/index.js";
+import { webhookSubscriptions, webhooks } from "../../src/db/schema/index.js";
 import { systemAudit } from "../../src/modules/audit/service.js";
-import { createInProcessQueue } from "../../src/queue/in-process-queue.js";
-import type { WorkspaceJobs } from "../../src/queue/jobs.js";
-import { createDeliveryWorker, type DeliveryWorker } from "../../src/webhooks/delivery-worker.js";
-import { createWebhook } from "../../src/webhooks/service.js";
-import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
-import {
-  launchBrowser,
-  type ServedApp,
-  serveTestApp,
-  signedInContext,
-  submitForNotice,
-} from "../support/browser.js";
+import { createWebhook, registrationSettingsOf } from "../../src/webhooks/service.js";
+import { type AdminBrowser, startAdminBrowser } from "../support/admin-browser.js";
+import { submitForNotice } from "../support/browser.js";
+import { recordDelivery as recordDeliveryRow } from "../support/deliveries.js";
 import { eventually } from "../support/eventually.js";
 
-const logger = pino({ level: "silent" });
-const queue = createInProcessQueue<WorkspaceJobs>(logger);
-let deliveries: DeliveryWorker | undefined;
-const contexts: BrowserContext[] = [];
-let browser: Browser;
-let served: ServedApp;
+let admin: AdminBrowser;
 let organizationId: string;
 let base: string;
 
@@ -52,46 +33,24 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => hostile.listen(0, "127.0.0.1", () => resolve()));
   hostileUrl = `http://127.0.0.1:${(hostile.address() as AddressInfo).port}/hook`;
-  [browser, served] = await Promise.all([
-    launchBrowser(),
-    serveTestApp({ WEBHOOK_QUICK_RETRIES: "" }, { queue }),
-  ]);
-  deliveries = createDeliveryWorker({ db: served.db, config: served.config, logger, queue });
-  await queue.startWorker(deliveries.handlers);
-  const { acme } = await importOAuthWorkspaces(served.db);
-  organizationId = acme.organization.id;
-  base = `${served.url}/admin/acme`;
+  admin = await startAdminBrowser({ deliveries: true });
+  organizationId = admin.workspaces.acme.organization.id;
+  base = `${admin.served.url}/admin/acme`;
 });
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
+afterEach(() => admin.closePages());
 afterAll(async () => {
-  await browser?.close();
-  await deliveries?.close();
-  await queue.close();
-  await served?.close();
+  await admin?.close();
   await new Promise<void>((resolve) => (hostile ? hostile.close(() => resolve()) : resolve()));
 });
 
-async function adminPage(): Promise<Page> {
-  const { context, page } = await signedInContext(
-    browser,
-    served.url,
-    "admin@acme.example",
-    PASSWORD,
-  );
-  contexts.push(context);
-  return page;
-}
-
 /** A webhook row written directly: these tests never send to it. */
 async function quietWebhook(url: string): Promise<string> {
-  const [webhook] = await served.db
+  const [webhook] = await admin.served.db
     .insert(webhooks)
     .values({ organizationId, url, secretCiphertext: "never-used" })
     .returning({ id: webhooks.id });
   if (webhook === undefined) throw new Error("no webhook");
-  await served.db.insert(webhookSubscriptions).values([
+  await admin.served.db.insert(webhookSubscriptions).values([
     { webhookId: webhook.id, eventType: "task.created", position: 0 },
     { webhookId: webhook.id, eventType: "page.updated", position: 1 },
   ]);
@@ -107,30 +66,13 @@ async function recordDelivery(
   input: { createdAt: Date; status: Status; type?: string; diff?: Record<string, unknown> },
 ): Promise<Recorded> {
   const type = input.type ?? "task.created";
-  const [event] = await served.db
-    .insert(changeEvents)
-    .values({
-      organizationId,
-      type,
-      action: type.split(".")[1] ?? "created",
-      targetKind: type.split(".")[0] ?? "task",
-      targetId: "t-1",
-      diff: { before: {}, after: input.diff ?? {} },
-      fannedOutAt: new Date(),
-    })
-    .returning({ id: changeEvents.id });
-  if (event === undefined) throw new Error("no event");
-  const [delivery] = await served.db
-    .insert(webhookDeliveries)
-    .values({
-      webhookId,
-      changeEventId: event.id,
-      status: input.status,
-      createdAt: input.createdAt,
-    })
-    .returning({ id: webhookDeliveries.id });
-  if (delivery === undefined) throw new Error("no delivery");
-  return { id: delivery.id, createdAt: input.createdAt, status: input.status, type };
+  const id = await recordDeliveryRow(admin.served.db, {
+    organizationId,
+    webhookId,
+    ...input,
+    type,
+  });
+  return { id, createdAt: input.createdAt, status: input.status, type };
 }
 
 type Bar = { start: string; total: number; delivered: number; failed: number; pending: number };
@@ -197,7 +139,7 @@ describe("the webhook page", () => {
         recorded.push(await recordDelivery(webhookId, { createdAt: ago(age), status }));
     }
 
-    const page = await adminPage();
+    const page = await admin.pageAs();
     await page.goto(`${base}/webhooks/${webhookId}`);
     const hours = await barsOf(page, "chart-hours");
     const days = await barsOf(page, "chart-days");
@@ -251,7 +193,7 @@ describe("the webhook page", () => {
       (a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : -1),
     );
 
-    const page = await adminPage();
+    const page = await admin.pageAs();
     await page.goto(`${base}/webhooks/${webhookId}`);
     const seen: (string | null)[][] = [await logIds(page)];
     expect(await page.getByRole("link", { name: /Newer/ }).count()).toBe(0);
@@ -295,9 +237,9 @@ describe("the webhook page", () => {
 
   it("shows every attempt with its response and headers as text, never as markup", async () => {
     const { id: webhookId, secret } = await createWebhook(
-      served.db,
+      admin.served.db,
       systemAudit,
-      { secretKey: served.config.secretKey, production: false, maxPerOrganization: 20 },
+      registrationSettingsOf(admin.served.config),
       { organizationId, url: hostileUrl, events: ["task.created"] },
     );
     const hostileTitle =
@@ -308,7 +250,7 @@ describe("the webhook page", () => {
       diff: { title: hostileTitle },
     });
 
-    const page = await adminPage();
+    const page = await admin.pageAs();
     await page.goto(`${base}/webhooks/${webhookId}`);
     await submitForNotice(page, page.getByRole("button", { name: "Send a ping" }), "Ping queued");
     await eventually(() => received.length === 1);

@@ -26,6 +26,17 @@ beforeAll(async () => {
 });
 afterAll(() => testDb.drop());
 
+/** `svc token create` for the `cli` organisation's admin, up to the scopes. */
+const MINT_AS_CLI_ADMIN = [
+  "token",
+  "create",
+  "--org",
+  "cli",
+  "--user",
+  "admin@cli.example",
+  "--scopes",
+];
+
 describe("svc import", () => {
   it("imports a document and prints it with ids", async () => {
     const file = await writeJson(
@@ -117,69 +128,19 @@ describe("svc user and svc token", () => {
   });
 
   it("mints a token with every scope for `all`", async () => {
-    const res = await runCli(
-      [
-        "token",
-        "create",
-        "--org",
-        "cli",
-        "--user",
-        "admin@cli.example",
-        "--scopes",
-        "all",
-        "--json",
-      ],
-      env,
-    );
+    const res = await runCli([...MINT_AS_CLI_ADMIN, "all", "--json"], env);
     expect(JSON.parse(res.stdout).scopes).toHaveLength(13);
   });
 
   it.each([
-    [
-      [
-        "token",
-        "create",
-        "--org",
-        "cli",
-        "--user",
-        "admin@cli.example",
-        "--scopes",
-        "tasks:read,bogus",
-      ],
-      /Unknown scope: bogus/,
-    ],
-    [
-      [
-        "token",
-        "create",
-        "--org",
-        "cli",
-        "--user",
-        "admin@cli.example",
-        "--scopes",
-        "all",
-        "--expires-in",
-        "soon",
-      ],
-      /--expires-in/,
-    ],
+    [[...MINT_AS_CLI_ADMIN, "tasks:read,bogus"], /Unknown scope: bogus/],
+    [[...MINT_AS_CLI_ADMIN, "all", "--expires-in", "soon"], /--expires-in/],
     [
       ["token", "create", "--org", "nowhere", "--user", "admin@cli.example", "--scopes", "all"],
       /not a member/,
     ],
     [
-      [
-        "token",
-        "create",
-        "--org",
-        "cli",
-        "--user",
-        "admin@cli.example",
-        "--scopes",
-        "all",
-        "--name",
-        "x".repeat(101),
-      ],
+      [...MINT_AS_CLI_ADMIN, "all", "--name", "x".repeat(101)],
       /^--name may have at most 100 characters\n/,
     ],
     [

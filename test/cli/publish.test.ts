@@ -1,7 +1,7 @@
 import { count, eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { changeEvents, componentVersions, specVersions } from "../../src/db/schema/index.js";
-import { runCli } from "../support/cli.js";
+import { runCli, runCliJson } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { importFixture, type Workspace, workspaceDocument } from "../support/fixtures.js";
 
@@ -79,7 +79,7 @@ const target = ["--org", "acme", "--project", "rover"];
 
 describe("svc spec publish", () => {
   it("publishes the version, records spec.published and prints the ids with --json", async () => {
-    const res = await runCli(
+    const printed = await runCliJson(
       [
         "spec",
         "publish",
@@ -94,9 +94,6 @@ describe("svc spec publish", () => {
       ],
       env,
     );
-    expect(res.stderr).toBe("");
-    expect(res.code).toBe(0);
-    const printed = JSON.parse(res.stdout);
     expect(printed).toEqual({ id: expect.any(String), eventId: expect.any(Number) });
 
     const [version] = await db().select().from(specVersions).where(eq(specVersions.id, printed.id));
@@ -207,7 +204,7 @@ describe("svc spec publish", () => {
 
 describe("svc component publish", () => {
   it("publishes the version, records component.published and prints the ids with --json", async () => {
-    const res = await runCli(
+    const printed = await runCliJson(
       [
         "component",
         "publish",
@@ -224,9 +221,6 @@ describe("svc component publish", () => {
       ],
       env,
     );
-    expect(res.stderr).toBe("");
-    expect(res.code).toBe(0);
-    const printed = JSON.parse(res.stdout);
     expect(printed).toEqual({ id: expect.any(String), eventId: expect.any(Number) });
     const [version] = await db()
       .select()

@@ -4,7 +4,7 @@ import path from "node:path";
 import { eq } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { transcripts } from "../../src/db/schema/index.js";
-import { runCli } from "../support/cli.js";
+import { runCli, runCliJson } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { importFixture, type Workspace, workspaceDocument } from "../support/fixtures.js";
 
@@ -60,7 +60,7 @@ describe("svc transcript set", () => {
     const meetingId = acme.meetings[0]!.id;
     const text = await writeText("text.txt", "Ada: hello.\nMax: hi.\n");
     const notes = await writeText("notes.md", "- greeted");
-    const res = await runCli(
+    const printed = await runCliJson(
       [
         "transcript",
         "set",
@@ -74,9 +74,6 @@ describe("svc transcript set", () => {
       ],
       env,
     );
-    expect(res.stderr).toBe("");
-    expect(res.code).toBe(0);
-    const printed = JSON.parse(res.stdout);
     expect(printed).toEqual({ transcriptId: expect.any(String), notesWritten: true });
     expect(await transcriptOf(meetingId)).toEqual([
       {

@@ -182,10 +182,12 @@ describe("tracing (OTEL_*)", () => {
     );
   });
 
-  it("refuses an export timeout that would outlast the shutdown", () => {
+  it("refuses an export timeout that would outlast the shutdown, only with tracing on", () => {
+    const traced = { ...base, OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" };
     expect(() =>
-      loadConfig({ ...base, OTEL_EXPORTER_OTLP_TIMEOUT: "20000", SHUTDOWN_TIMEOUT_MS: "20000" }),
+      loadConfig({ ...traced, OTEL_EXPORTER_OTLP_TIMEOUT: "20000", SHUTDOWN_TIMEOUT_MS: "20000" }),
     ).toThrow(/OTEL_EXPORTER_OTLP_TIMEOUT/);
+    expect(loadConfig({ ...base, SHUTDOWN_TIMEOUT_MS: "1500" }).tracing).toBeUndefined();
   });
 
   it("refuses an export batch larger than the queue", () => {

@@ -1,5 +1,7 @@
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deleteAddon } from "../../src/oauth/addons.js";
+import { PublicClientOrigins } from "../../src/oauth/public-client-origins.js";
 import {
   importOAuthWorkspaces,
   issueCode,
@@ -20,7 +22,12 @@ let publicClient: Awaited<ReturnType<typeof registerClient>>;
 let token: string;
 
 beforeAll(async () => {
-  t = await createTestApp({ RATE_LIMIT_MAX: "3" });
+  // Verdicts on unknown origins expire at once; at most three origins are remembered.
+  t = await createTestApp({
+    RATE_LIMIT_MAX: "3",
+    CORS_UNKNOWN_ORIGIN_MAX_AGE_MS: "1",
+    CORS_ORIGIN_CACHE_SIZE: "3",
+  });
   fixtures = await importOAuthWorkspaces(t.db);
   publicClient = await registerClient(t.db, fixtures.devco, [`${ADDON}/callback`], {
     isPublic: true,
@@ -186,15 +193,59 @@ describe("the token endpoint and the OAuth metadata", () => {
     const origin = "https://new.addon.example";
     expect(corsHeadersOf(await preflight("/api/v1/oauth/token", origin, "POST"))).toEqual([]);
     await registerClient(t.db, fixtures.devco, [`${origin}/cb`], { isPublic: true });
-    await eventually(
-      async () =>
-        (await preflight("/api/v1/oauth/token", origin, "POST")).headers[
-          "access-control-allow-origin"
-        ] === origin,
-      5000,
+    expect(await allowedOriginOf(origin)).toBe(origin);
+  });
+
+  it("finds an origin however its redirect URI spells the host and the default port", async () => {
+    await registerClient(t.db, fixtures.devco, ["https://Spelled.Addon.example:443?from=cb"], {
+      isPublic: true,
+    });
+    expect(await allowedOriginOf("https://spelled.addon.example")).toBe(
+      "https://spelled.addon.example",
     );
+    // A longer host name that merely starts with the registered one is another origin.
+    expect(await allowedOriginOf("https://spelled.addon.ex")).toBeUndefined();
+    expect(await allowedOriginOf("https://spelled.addon.example:8443")).toBeUndefined();
+  });
+
+  it("remembers a public client's origin, and forgets the least recently asked beyond its size", async () => {
+    const origin = "https://removed.addon.example";
+    const client = await registerClient(t.db, fixtures.devco, [`${origin}/cb`], {
+      isPublic: true,
+    });
+    expect(await allowedOriginOf(origin)).toBe(origin);
+    await deleteAddon(t.db, { clientId: client.clientId });
+    // Still trusted for CORS_KNOWN_ORIGIN_MAX_AGE_MS (a minute here).
+    expect(await allowedOriginOf(origin)).toBe(origin);
+    // Three other origins push it out of a cache of three, so it is looked up again.
+    for (const other of ["https://a.example", "https://b.example", "https://c.example"]) {
+      expect(await allowedOriginOf(other)).toBeUndefined();
+    }
+    expect(await allowedOriginOf(origin)).toBeUndefined();
+  });
+
+  it("looks a known origin up again once CORS_KNOWN_ORIGIN_MAX_AGE_MS has passed", async () => {
+    const origins = new PublicClientOrigins(t.db, {
+      knownMaxAgeMs: 1,
+      unknownMaxAgeMs: 60_000,
+      maxEntries: 10,
+    });
+    const origin = "https://brief.addon.example";
+    const client = await registerClient(t.db, fixtures.devco, [`${origin}/cb`], {
+      isPublic: true,
+    });
+    expect(await origins.allows(origin)).toBe(true);
+    await deleteAddon(t.db, { clientId: client.clientId });
+    await eventually(async () => !(await origins.allows(origin)));
   });
 });
+
+/** The origin the token endpoint's preflight allows, if any. */
+async function allowedOriginOf(origin: string): Promise<string | undefined> {
+  const response = await preflight("/api/v1/oauth/token", origin, "POST");
+  const allowed = response.headers["access-control-allow-origin"];
+  return typeof allowed === "string" ? allowed : undefined;
+}
 
 describe("browser pages", () => {
   it.each(["/login", "/oauth/authorize", "/admin"])("%s stays same-origin", async (url) => {

@@ -183,7 +183,7 @@ describe("a database too slow or too busy", () => {
 });
 
 describe("a process that is stopping", () => {
-  it("answers a request that reaches it while it closes with the 503 envelope and Connection: close", async () => {
+  it("answers a request that reaches it while it closes with the 503 envelope, Connection: close and CORS", async () => {
     const t = await createTestApp();
     const ws = await importFixture(
       t.db,
@@ -208,7 +208,7 @@ describe("a process that is stopping", () => {
     const closed = t.app.close();
     await new Promise((resolve) => setTimeout(resolve, 100));
     socket.write(
-      `${body.slice(5)}GET /api/v1/projects HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+      `${body.slice(5)}GET /api/v1/projects HTTP/1.1\r\nHost: localhost\r\nOrigin: https://addon.example\r\nAuthorization: Bearer ${token}\r\n\r\n`,
     );
     await Promise.all([closed, ended]);
     const answers = received.split(/(?=HTTP\/1\.1 )/);
@@ -217,6 +217,9 @@ describe("a process that is stopping", () => {
     expect(answers[1]).toMatch(/^HTTP\/1\.1 503 /);
     expect(answers[1]).toMatch(/\r\nretry-after: 5\r\n/i);
     expect(answers[1]).toMatch(/\r\nconnection: close\r\n/i);
+    // A browser addon on another origin can read why it was refused.
+    expect(answers[1]).toMatch(/\r\naccess-control-allow-origin: \*\r\n/i);
+    expect(answers[1]).toMatch(/\r\naccess-control-expose-headers: [^\r]*Retry-After/i);
     expect(JSON.parse(answers[1]?.split("\r\n\r\n")[1] ?? "")).toEqual({
       ok: false,
       error: "unavailable",

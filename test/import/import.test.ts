@@ -470,7 +470,7 @@ const refusals: [string, JsonPath, unknown, string][] = [
     "a date-time without an offset",
     ["meetings", 0, "startsAt"],
     "2026-01-15T16:00:00",
-    "meetings[0].startsAt: Invalid ISO datetime",
+    "meetings[0].startsAt: expected a date-time as ISO 8601 with seconds and Z or an offset, e.g. 2026-03-12T09:00:00Z",
   ],
   [
     "an assignee who is not one of the users",

@@ -263,6 +263,16 @@ describe("GET /meetings", () => {
     const res = await api(t.app, "GET", `/api/v1/meetings?${query}`, { token: reader });
     expectInvalidRequest(res, expect.stringMatching(new RegExp(`^${parameter}: `)));
   });
+
+  it("names the formats it takes when a bound is neither", async () => {
+    const res = await api(t.app, "GET", "/api/v1/meetings?from=2026-03-01T10:00", {
+      token: reader,
+    });
+    expectInvalidRequest(
+      res,
+      "from: expected a date-time as ISO 8601 with seconds and Z or an offset, e.g. 2026-03-12T09:00:00Z, or a date as YYYY-MM-DD",
+    );
+  });
 });
 
 describe("GET /projects/{slug}/meetings", () => {

@@ -1,15 +1,16 @@
 import * as oauth from "oauth4webapi";
-import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  type AdminBrowser,
+  type OAuthWorkspaces,
+  startAdminBrowser,
+} from "../support/admin-browser.js";
 import { api } from "../support/api.js";
 import {
   type CallbackServer,
   discover,
   fillSignIn,
-  launchBrowser,
   type ServedApp,
-  serveTestApp,
-  signedInContext,
   startCallbackServer,
   submitForNotice,
   waitForCallback,
@@ -21,28 +22,21 @@ import {
   authorizationUrl as flowAuthorizationUrl,
   redeem,
 } from "../support/oauth-flow.js";
-import { importOAuthWorkspaces, PASSWORD, registerClient } from "./oauth-fixtures.js";
+import { PASSWORD, registerClient } from "./oauth-fixtures.js";
 
-let browser: Browser;
+let admin: AdminBrowser;
 let served: ServedApp;
 let addon: CallbackServer;
 let as: oauth.AuthorizationServer;
-let fixtures: Awaited<ReturnType<typeof importOAuthWorkspaces>>;
+let fixtures: OAuthWorkspaces;
 let confidential: Awaited<ReturnType<typeof registerClient>>;
 let publicClient: Awaited<ReturnType<typeof registerClient>>;
-const contexts: BrowserContext[] = [];
-// Signed in once per member; each test gets a fresh context with that session's cookie.
-const storageStates = new Map<string, Awaited<ReturnType<BrowserContext["storageState"]>>>();
 
 const SCOPES = "projects:read tasks:read";
 
 beforeAll(async () => {
-  [browser, served, addon] = await Promise.all([
-    launchBrowser(),
-    serveTestApp(),
-    startCallbackServer(),
-  ]);
-  fixtures = await importOAuthWorkspaces(served.db);
+  [admin, addon] = await Promise.all([startAdminBrowser(), startCallbackServer()]);
+  ({ served, workspaces: fixtures } = admin);
   confidential = await registerClient(served.db, fixtures.devco, [`${addon.url}/callback`]);
   publicClient = await registerClient(served.db, fixtures.devco, [`${addon.url}/native`], {
     isPublic: true,
@@ -50,27 +44,13 @@ beforeAll(async () => {
   });
   as = await discover(served.url);
 });
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
+afterEach(() => admin.closePages());
 afterAll(async () => {
-  await browser?.close();
+  await admin?.close();
   await addon?.close();
-  await served?.close();
 });
 
-async function adminPage(email = "admin@acme.example"): Promise<Page> {
-  let storageState = storageStates.get(email);
-  if (storageState === undefined) {
-    const signedIn = await signedInContext(browser, served.url, email, PASSWORD);
-    storageState = await signedIn.context.storageState();
-    storageStates.set(email, storageState);
-    await signedIn.context.close();
-  }
-  const context = await browser.newContext({ storageState });
-  contexts.push(context);
-  return context.newPage();
-}
+const adminPage = (email?: string) => admin.pageAs(email);
 
 /** The confidential addon authenticating with its secret, by HTTP Basic unless told. */
 function confidentialFlow(auth?: oauth.ClientAuth): FlowClient {
@@ -85,9 +65,7 @@ const authorizationUrl = (params: Record<string, string>) => flowAuthorizationUr
 
 describe("the authorization-code flow in a browser", () => {
   it("signs a signed-out admin in, approves, and client_secret_basic redeems the code", async () => {
-    const context = await browser.newContext();
-    contexts.push(context);
-    const page = await context.newPage();
+    const page = await admin.anonymousPage();
     const client: oauth.Client = { client_id: confidential.clientId };
     const state = oauth.generateRandomState();
     const redirectUri = confidential.redirectUri;

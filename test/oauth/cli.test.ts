@@ -4,7 +4,7 @@ import { oauthClients, oauthRedirectUris } from "../../src/db/schema/index.js";
 import { hashSecret } from "../../src/modules/tokens/service.js";
 import { api } from "../support/api.js";
 import { createTestApp, type TestApp } from "../support/app.js";
-import { runCli } from "../support/cli.js";
+import { runCli, runCliJson } from "../support/cli.js";
 import { redeemCode } from "../support/tokens.js";
 import { importOAuthWorkspaces, issueCode } from "./oauth-fixtures.js";
 
@@ -21,7 +21,7 @@ afterAll(() => t.close());
 
 describe("svc oauth-client create", () => {
   it("registers a confidential client and prints its id and secret once", async () => {
-    const res = await runCli(
+    const printed = await runCliJson(
       [
         "oauth-client",
         "create",
@@ -37,9 +37,6 @@ describe("svc oauth-client create", () => {
       ],
       env,
     );
-    expect(res.stderr).toBe("");
-    expect(res.code).toBe(0);
-    const printed = JSON.parse(res.stdout);
     expect(Object.keys(printed).sort()).toEqual(["clientId", "clientSecret"]);
     expect(printed.clientId).toMatch(/^svcc_[A-Za-z0-9_-]+$/);
     expect(printed.clientSecret).toMatch(/^svcs_[A-Za-z0-9_-]+$/);

@@ -2,32 +2,30 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { sql } from "drizzle-orm";
 import type * as oauth from "oauth4webapi";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type AdminBrowser, startAdminBrowser } from "../support/admin-browser.js";
 import {
   type CallbackServer,
   discover,
   fillSignIn,
-  launchBrowser,
   type ServedApp,
-  serveTestApp,
   startCallbackServer,
   waitForCallback,
 } from "../support/browser.js";
 import { authorizationUrl } from "../support/oauth-flow.js";
-import { importOAuthWorkspaces, PASSWORD, registerClient } from "./oauth-fixtures.js";
+import { PASSWORD, registerClient } from "./oauth-fixtures.js";
 
 // Every redirect chain that starts with one of our forms, in Chromium: its CSP `form-action`
 // covers the whole chain, so none may end off this site by a redirect.
 
-let browser: Browser;
+let admin: AdminBrowser;
 let served: ServedApp;
 let addon: CallbackServer;
 let onward: { url: string; server: Server };
 let as: oauth.AuthorizationServer;
 let direct: Awaited<ReturnType<typeof registerClient>>;
 let redirecting: Awaited<ReturnType<typeof registerClient>>;
-const contexts: BrowserContext[] = [];
 
 /** The addon's callback that redirects onward to another origin, as many addons do. */
 async function startOnwardCallback(target: string): Promise<{ url: string; server: Server }> {
@@ -42,34 +40,24 @@ async function startOnwardCallback(target: string): Promise<{ url: string; serve
 }
 
 beforeAll(async () => {
-  [browser, served, addon] = await Promise.all([
-    launchBrowser(),
-    serveTestApp(),
-    startCallbackServer(),
-  ]);
+  [admin, addon] = await Promise.all([startAdminBrowser(), startCallbackServer()]);
+  served = admin.served;
   onward = await startOnwardCallback(addon.url);
-  const fixtures = await importOAuthWorkspaces(served.db);
+  const fixtures = admin.workspaces;
   direct = await registerClient(served.db, fixtures.devco, [`${addon.url}/callback`]);
   redirecting = await registerClient(served.db, fixtures.devco, [`${onward.url}/cb`], {
     name: "Onward Addon",
   });
   as = await discover(served.url);
 });
-afterEach(async () => {
-  await Promise.all(contexts.splice(0).map((context) => context.close()));
-});
+afterEach(() => admin.closePages());
 afterAll(async () => {
-  await browser?.close();
+  await admin?.close();
   await addon?.close();
   await new Promise<void>((resolve) => (onward ? onward.server.close(() => resolve()) : resolve()));
-  await served?.close();
 });
 
-async function freshPage(): Promise<Page> {
-  const context = await browser.newContext();
-  contexts.push(context);
-  return context.newPage();
-}
+const freshPage = () => admin.anonymousPage();
 
 function request(client: { clientId: string; redirectUri: string }, extra = {}) {
   return authorizationUrl(as, {
@@ -166,8 +154,7 @@ describe("redirect chains that start with a form, in Chromium", () => {
   });
 
   it("a consent form from before another member signed in decides nothing for the first", async () => {
-    const context = await browser.newContext();
-    contexts.push(context);
+    const context = await admin.newContext();
     const consent = await context.newPage();
     await signInThrough(consent, request(direct));
     await consent.getByRole("button", { name: "Approve" }).waitFor();
@@ -191,8 +178,7 @@ describe("redirect chains that start with a form, in Chromium", () => {
   });
 
   it("a consent form whose security token is gone offers the same request again", async () => {
-    const context = await browser.newContext();
-    contexts.push(context);
+    const context = await admin.newContext();
     const page = await context.newPage();
     await signInThrough(page, request(direct));
     await page.getByRole("button", { name: "Approve" }).waitFor();

@@ -5,7 +5,7 @@ import { findAddonByClientId } from "../../src/oauth/addons.js";
 import { api } from "../support/api.js";
 import { createSiblingApp, createTestApp, type TestApp } from "../support/app.js";
 import { InjectSession } from "../support/browser.js";
-import { runCli } from "../support/cli.js";
+import { runCli, runCliJson, runCliOk } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
 import { redeemCode } from "../support/tokens.js";
 import { importOAuthWorkspaces, issueCode, PASSWORD, registerClient } from "./oauth-fixtures.js";
@@ -53,7 +53,7 @@ const meStatus = async (t: TestApp, token: string) =>
 describe("svc oauth-client update", () => {
   it("renames an addon and replaces its redirect URIs, by the registration rules", async () => {
     const client = await registerClient(a.db, fixtures.devco, ["https://old.example/cb"]);
-    const updated = await runCli(
+    await runCliOk(
       [
         "oauth-client",
         "update",
@@ -68,8 +68,6 @@ describe("svc oauth-client update", () => {
       ],
       env,
     );
-    expect(updated.stderr).toBe("");
-    expect(updated.code).toBe(0);
     const addon = await findAddonByClientId(a.db, client.clientId);
     expect(addon?.name).toBe("Renamed");
     expect(addon?.redirectUris).toEqual(["http://localhost:5173/cb", "https://new.example/cb"]);
@@ -117,13 +115,10 @@ describe("svc oauth-client rotate-secret", () => {
   it("prints a new secret once; the old one is refused at the token endpoint at once", async () => {
     const client = await registerClient(a.db, fixtures.devco, ["https://rotate.example/cb"]);
     expect((await connect(client)).statusCode).toBe(200);
-    const rotated = await runCli(
+    const printed = await runCliJson(
       ["oauth-client", "rotate-secret", "--client-id", client.clientId, "--json"],
       env,
     );
-    expect(rotated.stderr).toBe("");
-    expect(rotated.code).toBe(0);
-    const printed = JSON.parse(rotated.stdout);
     expect(Object.keys(printed).sort()).toEqual(["clientId", "clientSecret"]);
     expect(printed.clientId).toBe(client.clientId);
     expect(printed.clientSecret).toMatch(/^svcs_[A-Za-z0-9_-]+$/);

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { inject } from "vitest";
+import { expect, inject } from "vitest";
 import { TEST_SECRET_KEY } from "./app.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -46,4 +46,17 @@ export function runCli(
     child.on("close", (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(input ?? "");
   });
+}
+
+/** Runs `svc`, expects it to succeed without a word on stderr, and returns what it printed. */
+export async function runCliOk(args: string[], env: Record<string, string>): Promise<string> {
+  const res = await runCli(args, env);
+  expect(res.stderr).toBe("");
+  expect(res.code).toBe(0);
+  return res.stdout;
+}
+
+/** `runCliOk` for a command run with `--json`: what it printed, parsed. */
+export async function runCliJson(args: string[], env: Record<string, string>) {
+  return JSON.parse(await runCliOk(args, env));
 }

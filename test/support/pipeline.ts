@@ -11,7 +11,13 @@ import { startWorker } from "../../src/worker.js";
 import { api } from "./api.js";
 import { createTestApp, type TestApp } from "./app.js";
 import { TEST_REDIS_URL } from "./env.js";
-import { importFixture, mintToken, project, workspaceDocument } from "./fixtures.js";
+import {
+  importFixture,
+  mintToken,
+  project,
+  type Workspace,
+  workspaceDocument,
+} from "./fixtures.js";
 import type { Receiver } from "./receiver.js";
 
 export type Pipeline = TestApp & { queue: JobQueue<WorkspaceJobs>; queuePrefix: string };
@@ -94,4 +100,27 @@ export async function workspaceWithWebhook(
     return res.body.data.id as string;
   };
   return { ws, webhook, createTask };
+}
+
+/**
+ * An organisation whose project `rover` has a published spec `mass`, so that `svc spec publish`
+ * records a `spec.published` event for a webhook to deliver.
+ */
+export function importRoverWithSpec(db: Db, slug: string): Promise<Workspace> {
+  return importFixture(
+    db,
+    workspaceDocument(slug, {
+      projects: [
+        project("rover", {
+          specs: [
+            {
+              slug: "mass",
+              name: "Mass",
+              versions: [{ version: "1", status: "published", value: 12 }],
+            },
+          ],
+        }),
+      ],
+    }),
+  );
 }

@@ -1,4 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { verifyWebhookSignature } from "../../src/webhooks/verify.js";
 
 export type Received = {
   path: string;
@@ -64,4 +65,14 @@ export class Receiver {
     this.server?.closeAllConnections();
     await new Promise<void>((resolve) => this.server?.close(() => resolve()));
   }
+}
+
+/** Whether a received delivery carries a valid signature made with `secret`. */
+export function isSignedWith(secret: string, request: Received): boolean {
+  return verifyWebhookSignature({
+    secret,
+    rawBody: request.rawBody,
+    timestamp: request.headers["x-service-timestamp"] as string | undefined,
+    signature: request.headers["x-service-signature"] as string | undefined,
+  }).ok;
 }

@@ -1,8 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
-import { importFixture, workspaceDocument } from "../support/fixtures.js";
-import { type Pipeline, startPipeline } from "../support/pipeline.js";
+import { importRoverWithSpec, type Pipeline, startPipeline } from "../support/pipeline.js";
 import { Receiver } from "../support/receiver.js";
 
 let p: Pipeline;
@@ -13,26 +12,7 @@ beforeAll(async () => {
   p = await startPipeline();
   receiver = await new Receiver().start();
   env = { DATABASE_URL: p.config.databaseUrl ?? "" };
-  await importFixture(
-    p.db,
-    workspaceDocument("clihooks", {
-      projects: [
-        {
-          slug: "rover",
-          name: "Rover",
-          status: "active",
-          visibility: "org",
-          specs: [
-            {
-              slug: "mass",
-              name: "Mass",
-              versions: [{ version: "1", status: "published", value: 12 }],
-            },
-          ],
-        },
-      ],
-    }),
-  );
+  await importRoverWithSpec(p.db, "clihooks");
 });
 afterAll(async () => {
   await receiver.stop();

@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { organizations } from "../../src/db/schema/index.js";
 import { listWebhooks, unsentDeliveriesOf, updateWebhook } from "../../src/webhooks/service.js";
-import { verifyWebhookSignature } from "../../src/webhooks/verify.js";
 import { runCli } from "../support/cli.js";
 import { eventually } from "../support/eventually.js";
-import { importFixture, workspaceDocument } from "../support/fixtures.js";
-import { type Pipeline, startPipeline } from "../support/pipeline.js";
-import { type Received, Receiver } from "../support/receiver.js";
+import { importRoverWithSpec, type Pipeline, startPipeline } from "../support/pipeline.js";
+import { isSignedWith, type Received, Receiver } from "../support/receiver.js";
 
 let p: Pipeline;
 let receiver: Receiver;
@@ -18,28 +15,7 @@ beforeAll(async () => {
   p = await startPipeline();
   receiver = await new Receiver().start();
   env = { DATABASE_URL: p.config.databaseUrl ?? "" };
-  await importFixture(
-    p.db,
-    workspaceDocument("lifehooks", {
-      projects: [
-        {
-          slug: "rover",
-          name: "Rover",
-          status: "active",
-          visibility: "org",
-          specs: [
-            {
-              slug: "mass",
-              name: "Mass",
-              versions: [{ version: "1", status: "published", value: 12 }],
-            },
-          ],
-        },
-      ],
-    }),
-  );
-  const [organization] = await p.db.select({ id: organizations.id }).from(organizations);
-  organizationId = organization?.id ?? "";
+  organizationId = (await importRoverWithSpec(p.db, "lifehooks")).organization.id;
 });
 afterAll(async () => {
   await receiver.stop();
@@ -64,15 +40,6 @@ async function nextRequestOn(path: string, seen: number): Promise<Received> {
   return eventually(() => receiver.on(path)[seen] ?? null);
 }
 
-function signedWith(secret: string, request: Received): boolean {
-  return verifyWebhookSignature({
-    secret,
-    rawBody: request.rawBody,
-    timestamp: request.headers["x-service-timestamp"] as string | undefined,
-    signature: request.headers["x-service-signature"] as string | undefined,
-  }).ok;
-}
-
 async function createHook(path: string, events: string): Promise<{ id: string; secret: string }> {
   const res = await svc(
     ...["webhook", "create", "--org", "lifehooks", "--url", receiver.url(path)],
@@ -91,7 +58,7 @@ describe("svc webhook update, rotate-secret and delete", () => {
     const hook = await createHook("/rotate", "spec.published");
     await publishSpec();
     const first = await nextRequestOn("/rotate", 0);
-    expect(signedWith(hook.secret, first)).toBe(true);
+    expect(isSignedWith(hook.secret, first)).toBe(true);
 
     const res = await svc("webhook", "rotate-secret", "--id", hook.id, "--json");
     expect(res.stderr).toBe("");
@@ -104,8 +71,8 @@ describe("svc webhook update, rotate-secret and delete", () => {
 
     await publishSpec();
     const second = await nextRequestOn("/rotate", 1);
-    expect(signedWith(rotated.secret, second)).toBe(true);
-    expect(signedWith(hook.secret, second)).toBe(false);
+    expect(isSignedWith(rotated.secret, second)).toBe(true);
+    expect(isSignedWith(hook.secret, second)).toBe(false);
 
     const text = await svc("webhook", "rotate-secret", "--id", hook.id);
     expect(text.stdout).toMatch(/shown once.*whsec_/);

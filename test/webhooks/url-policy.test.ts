@@ -280,7 +280,7 @@ describe("checkWebhookUrl", () => {
   });
 
   const httpOnlyLocal =
-    "URL must use https (http is allowed only for localhost and 127.0.0.1 outside production)";
+    "URL must use https (http only for localhost, 127.0.0.1, [::1] outside production)";
   it.each([
     ["http://hooks.example.com/", httpOnlyLocal],
     ["http://10.0.0.1/", httpOnlyLocal],
@@ -343,7 +343,7 @@ describe("describeWebhookUrlRule", () => {
       "https, to a public host name; no credentials or #fragment",
     );
     expect(describeWebhookUrlRule(development)).toBe(
-      "https, to a public host name; http too for localhost, 127.0.0.1, [::1] outside production; no credentials or #fragment",
+      "https, to a public host name; http only for localhost, 127.0.0.1, [::1] outside production; no credentials or #fragment",
     );
     for (const host of ["localhost", "127.0.0.1", "[::1]"]) {
       const url = `http://${host}:3000/`;

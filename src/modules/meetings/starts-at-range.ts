@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { isoDate, isoDateTime } from "../../core/values.js";
+import { DATE_TIME_FORMAT, isoDate, isoDateTime } from "../../core/values.js";
 
 /**
  * The meeting lists' inclusive `from`/`to`. A plain date is accepted beside ISO date-times for
@@ -17,8 +17,7 @@ export type StartsAtRange = {
  */
 type Instant = { text: string; at: Date };
 
-const BOUND_FORMAT =
-  "must be an ISO 8601 date-time with seconds and Z or an offset (2026-03-01T09:00:00Z), or a date (2026-03-01)";
+const BOUND_FORMAT = `${DATE_TIME_FORMAT}, or a date as YYYY-MM-DD`;
 
 const bound = z.union([isoDateTime, isoDate], { error: BOUND_FORMAT });
 
