@@ -86,6 +86,9 @@ const environmentSchema = z.object({
   PAGE_REVISIONS_KEPT: positiveInt.default(20),
   AUDIT_LOG_RETENTION_DAYS: positiveInt.default(365),
   AUDIT_LOG_PRUNE_BATCH_SIZE: positiveInt.default(1000),
+  DELIVERY_LOG_RETENTION_DAYS: positiveInt.default(30),
+  RETENTION_BATCH_SIZE: positiveInt.default(5000),
+  RETENTION_INTERVAL_MS: positiveInt.default(3_600_000),
   TRUST_PROXY: z
     .string()
     .default("false")
@@ -185,12 +188,18 @@ const EMPTY_IS_A_VALUE = new Set(["WEBHOOK_QUICK_RETRIES"]);
 const DURATION = /^(\d+)([smhd]?)$/;
 const SECONDS_PER_UNIT: Record<string, number> = { "": 1, s: 1, m: 60, h: 3600, d: 86400 };
 
-/** `90`, `90s`, `15m`, `12h` or `30d` → seconds; null when it is none of those. */
-export function parseDuration(input: string): number | null {
+/** `0s`, `90`, `90s`, `15m`, `12h` or `30d` → seconds; null when it is none of those. */
+export function parseSeconds(input: string): number | null {
   const match = DURATION.exec(input.trim());
   if (match === null) return null;
   const seconds = Number(match[1]) * (SECONDS_PER_UNIT[match[2] ?? ""] ?? 1);
-  return Number.isSafeInteger(seconds) && seconds > 0 ? seconds : null;
+  return Number.isSafeInteger(seconds) ? seconds : null;
+}
+
+/** A duration longer than zero, in seconds; null when it is not one. */
+export function parseDuration(input: string): number | null {
+  const seconds = parseSeconds(input);
+  return seconds !== null && seconds > 0 ? seconds : null;
 }
 
 /** A comma-separated list of durations; empty means none. */
@@ -415,6 +424,14 @@ const configSchema = environmentSchema.transform((e, context) => {
       retentionDays: e.AUDIT_LOG_RETENTION_DAYS,
       /** Entries one delete statement takes, so pruning never holds many locks at once. */
       pruneBatchSize: e.AUDIT_LOG_PRUNE_BATCH_SIZE,
+    },
+    /** The delivery log's retention: settled deliveries and spent change events past it go. */
+    retention: {
+      olderThanSeconds: e.DELIVERY_LOG_RETENTION_DAYS * 86_400,
+      /** Rows one delete statement takes, so the API's writes never wait long on its locks. */
+      batchSize: e.RETENTION_BATCH_SIZE,
+      /** How often the worker runs it. */
+      intervalMs: e.RETENTION_INTERVAL_MS,
     },
     webhooks: {
       /** Cron pattern of the daily retry pass. */

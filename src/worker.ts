@@ -4,10 +4,11 @@ import { createDeliveryWorker } from "./webhooks/delivery-worker.js";
 import { listenForReleasedDeliveries } from "./webhooks/held-delivery-release.js";
 import { startRecoveryLoop } from "./webhooks/recovery-loop.js";
 import { startRelayLoop } from "./webhooks/relay-loop.js";
+import { startRetentionLoop } from "./webhooks/retention.js";
 
 /**
  * The webhook worker: queue consumer with bounded concurrency, the daily retry pass on its
- * cron, the relay and recovery loops, and the release of held deliveries. Returns the function
+ * cron, the relay, recovery and retention loops, and the release of held deliveries. Returns the function
  * that stops it gracefully and closes what it holds.
  */
 export async function startWorker(
@@ -30,9 +31,10 @@ export async function startWorker(
   const stopRelay = await startRelayLoop(webhookRuntime, runtime.database);
   const stopReleases = await listenForReleasedDeliveries(webhookRuntime, runtime.database);
   const stopRecovery = startRecoveryLoop(webhookRuntime, deliveries);
+  const stopRetention = startRetentionLoop(webhookRuntime, runtime.database);
   runtime.logger.info("worker started");
   return async () => {
-    await Promise.all([stopRelay(), stopReleases(), stopRecovery()]);
+    await Promise.all([stopRelay(), stopReleases(), stopRecovery(), stopRetention()]);
     await deliveries.close();
   };
 }

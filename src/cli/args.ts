@@ -1,6 +1,6 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import type { z } from "zod";
-import { parseDuration } from "../config.js";
+import { parseDuration, parseSeconds } from "../config.js";
 import { describeIssue } from "../core/input.js";
 import { id } from "../core/values.js";
 import { UsageError } from "./cli-error.js";
@@ -48,6 +48,15 @@ export function parseDurationOption(input: string, flag: string): number {
     throw new UsageError(
       `--${flag} must be a positive number of seconds, or a number with s, m, h or d (at most 10 years)`,
     );
+  }
+  return seconds;
+}
+
+/** An age: `0s` (now), `3600`, `90s`, `15m`, `12h` or `30d` → seconds. */
+export function parseAgeOption(input: string, flag: string): number {
+  const seconds = parseSeconds(input);
+  if (seconds === null) {
+    throw new UsageError(`--${flag} must be a number of seconds, or a number with s, m, h or d`);
   }
   return seconds;
 }

@@ -1,5 +1,5 @@
 import { type Config, loadConfig } from "../config.js";
-import type { Db } from "../db/client.js";
+import type { Database, Db } from "../db/client.js";
 import { createLogger } from "../logger.js";
 import { findOrganizationBySlug } from "../modules/users/service.js";
 import { openDatabase } from "../runtime.js";
@@ -11,14 +11,14 @@ export function cliConfig(): Config {
 
 /** Opens the configured database, applies pending migrations as `npm start` does, then runs. */
 export async function withDatabase<T>(
-  action: (db: Db, config: Config) => Promise<T>,
+  action: (db: Db, config: Config, database: Database) => Promise<T>,
   options: { forceMigrate?: boolean } = {},
 ): Promise<T> {
   const config = cliConfig();
   const { database, release } = await openDatabase(config);
   try {
     if (config.migrateOnStart || options.forceMigrate) await database.migrate();
-    return await action(database.db, config);
+    return await action(database.db, config, database);
   } finally {
     await database.close();
     release();

@@ -37,6 +37,7 @@ const USAGE = `Usage: svc <command>
   webhook redeliver --delivery ID [--json]
   webhook retry-failed [--org SLUG] [--webhook ID] [--include-exhausted] [--json]   run the daily retry pass now
   audit list --org SLUG [--since ISO] [--action A] [--json]   the organisation's audit log, newest first
+  retention run [--older-than DURATION] [--json]   remove settled deliveries and spent events now
 
 Configuration comes from the environment (see docs/configuration.md).`;
 
@@ -62,6 +63,7 @@ const commands: Record<string, () => Promise<Command>> = {
   component: async () => (await import("./commands/publish.js")).componentCommand,
   webhook: async () => (await import("./commands/webhooks.js")).webhookCommand,
   audit: async () => (await import("./commands/audit.js")).auditCommand,
+  retention: async () => (await import("./commands/retention.js")).retentionCommand,
 };
 
 function refusalOf(error: unknown): { message: string; exitCode: number } | null {

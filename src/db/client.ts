@@ -25,6 +25,12 @@ export type Database = {
   listen(channel: string, listener: ChannelListener): Promise<Unlisten>;
   /** Applies pending migrations; concurrent callers on Postgres wait on an advisory lock. */
   migrate(): Promise<void>;
+  /**
+   * Runs `action` while holding the advisory lock `key` (on a connection of its own, so the
+   * action's statements stay short transactions on the pool); null, without running it, when
+   * another holder has the lock.
+   */
+  whileLocked<T>(key: number, action: () => Promise<T>): Promise<T | null>;
   ping(): Promise<void>;
   /** The pool's counts; undefined for PGlite, a single connection in the process. */
   poolCounts(): PoolCounts | undefined;

@@ -53,6 +53,9 @@ export async function openPglite(
   const client = new PGlite(dir, { postgresqlconf: EMBEDDED_SETTINGS });
   await client.waitReady;
   const db = drizzle(client, { casing: "snake_case" });
+  // One connection, whose session locks every caller in the process would share: the keys held
+  // are kept here instead.
+  const heldKeys = new Set<number>();
   return {
     db,
     kind: "pglite",
@@ -66,6 +69,15 @@ export async function openPglite(
     },
     // PGlite is a single connection in this process, so there is nobody to lock out.
     migrate: () => migrate(db, { migrationsFolder: findMigrationsFolder() }),
+    async whileLocked(key, action) {
+      if (heldKeys.has(key)) return null;
+      heldKeys.add(key);
+      try {
+        return await action();
+      } finally {
+        heldKeys.delete(key);
+      }
+    },
     async ping() {
       await db.execute(sql`select 1`);
     },

@@ -81,6 +81,23 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
         client.release();
       }
     },
+    async whileLocked(key, action) {
+      const client = await pool.connect();
+      try {
+        const locked = await client.query<{ locked: boolean }>(
+          "select pg_try_advisory_lock($1) as locked",
+          [key],
+        );
+        if (locked.rows[0]?.locked !== true) return null;
+        try {
+          return await action();
+        } finally {
+          await client.query("select pg_advisory_unlock($1)", [key]);
+        }
+      } finally {
+        client.release();
+      }
+    },
     async ping() {
       await db.execute(sql`select 1`);
     },

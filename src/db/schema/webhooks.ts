@@ -1,3 +1,4 @@
+import { sql } from "drizzle-orm";
 import {
   boolean,
   index,
@@ -88,6 +89,10 @@ export const webhookDeliveries = pgTable(
     index("webhook_deliveries_status_idx").on(t.status, t.nextAttemptAt),
     // The admin delivery log filtered by status, newest first (keyset on created_at, id).
     index("webhook_deliveries_webhook_status_idx").on(t.webhookId, t.status, t.createdAt, t.id),
+    // Retention's walk over settled deliveries by settled time, which never reads the unsettled.
+    index("webhook_deliveries_settled_idx")
+      .on(sql`coalesce(${t.deliveredAt}, ${t.lastAttemptAt}, ${t.createdAt})`)
+      .where(sql`${t.status} in ('delivered', 'exhausted')`),
   ],
 );
 

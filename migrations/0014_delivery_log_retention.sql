@@ -1,0 +1,1 @@
+CREATE INDEX "webhook_deliveries_settled_idx" ON "webhook_deliveries" USING btree (coalesce("delivered_at", "last_attempt_at", "created_at")) WHERE "webhook_deliveries"."status" in ('delivered', 'exhausted');
