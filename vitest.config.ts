@@ -7,14 +7,11 @@ export default defineConfig({
     reporters: ["default", "./test/support/slowest-files-reporter.ts"],
     // Each file gets its own database and queue prefix, so files run in parallel.
     pool: "forks",
-    // A fork keeps the modules it loaded for the next file (about half the import time): files
-    // share no state through them, since state lives in the objects each file builds.
-    isolate: false,
     // Most files wait on real processes, databases and browsers rather than compute, so three at
     // a time keep a two-core machine busy (Vitest's default there would be one).
     maxWorkers: 3,
     // Generous: browser and worker tests wait on real processes on a loaded two-core machine.
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
   },
 });
