@@ -223,21 +223,7 @@ describe("npm run --silent svc", () => {
     const { spawnSync } = await import("node:child_process");
     const res = spawnSync(
       "npm",
-      [
-        "run",
-        "--silent",
-        "svc",
-        "--",
-        "token",
-        "create",
-        "--org",
-        "cli",
-        "--user",
-        "admin@cli.example",
-        "--scopes",
-        "projects:read",
-        "--json",
-      ],
+      ["run", "--silent", "svc", "--", ...MINT_AS_CLI_ADMIN, "projects:read", "--json"],
       {
         cwd: ROOT,
         env: {
