@@ -60,6 +60,8 @@ const environmentSchema = z.object({
   WEBHOOK_OVERDUE_AFTER_MS: positiveInt.optional(),
   WEBHOOK_RECOVERY_BATCH_SIZE: positiveInt.default(500),
   WEBHOOK_RETRY_PASS_BATCH_SIZE: positiveInt.default(500),
+  WEBHOOK_QUEUE_WINDOW: positiveInt.default(10_000),
+  WEBHOOK_QUEUE_WINDOW_WAIT_MS: positiveInt.default(1000),
   WEBHOOK_DELIVERY_TIMEOUT_MS: positiveInt.default(10_000),
   WEBHOOK_MAX_IN_FLIGHT: positiveInt.default(10),
   WEBHOOK_MAX_IN_FLIGHT_PER_ORGANIZATION: positiveInt.default(40),
@@ -440,6 +442,10 @@ const configSchema = environmentSchema.transform((e, context) => {
       retryPasses: e.WEBHOOK_RETRY_PASSES,
       /** Deliveries the daily pass claims and queues at a time. */
       retryPassBatchSize: e.WEBHOOK_RETRY_PASS_BATCH_SIZE,
+      /** Delivery jobs the worker's pass lets wait in the queue; the rest wait in Postgres. */
+      queueWindow: e.WEBHOOK_QUEUE_WINDOW,
+      /** How long a pass that found the queue full waits before it goes on. */
+      queueWindowWaitMs: e.WEBHOOK_QUEUE_WINDOW_WAIT_MS,
       /** Delays (seconds) of the quick retries before a delivery falls to the daily pass. */
       quickRetrySeconds: e.WEBHOOK_QUICK_RETRIES,
       autoDisableDays: e.WEBHOOK_AUTO_DISABLE_DAYS,

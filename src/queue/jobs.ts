@@ -7,5 +7,6 @@ export type DeliveryTrigger = "scheduled" | "pass" | "manual" | "probe";
 /** Every job the worker runs, by name; payloads carry ids only, never bodies or secrets. */
 export type WorkspaceJobs = {
   deliverWebhook: { deliveryId: string; trigger: DeliveryTrigger };
-  runRetryPass: Record<string, never>;
+  /** The daily pass; `after` (a delivery id) when it goes on where it stopped for lack of room. */
+  runRetryPass: { after?: string };
 };

@@ -9,7 +9,7 @@ import { createDeliveryPipeline, type WebhookLog } from "./delivery.js";
 import { createDeliveryDispatcher } from "./dispatcher.js";
 import { enqueueAttempt, enqueueAttempts, enqueueClaimedRetries } from "./enqueue-attempts.js";
 import { dueDeliveriesOf } from "./relay.js";
-import { runRetryPass } from "./retry-pass.js";
+import { runRetryPassWithin } from "./retry-pass.js";
 
 export type WebhookRuntime = {
   db: Db;
@@ -92,13 +92,30 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
         if (target === null) return;
         dispatcher.submit({ deliveryId, trigger, ...target });
       },
-      runRetryPass: async () => {
-        const queued = await runRetryPass(
+      runRetryPass: async ({ after }) => {
+        const { queueWindow, queueWindowWaitMs } = config.webhooks;
+        const pass = await runRetryPassWithin(
           runtime.db,
           config.webhooks,
           enqueueClaimedRetries(runtime.queue),
+          {
+            after: after ?? null,
+            room: async () => queueWindow - (await runtime.queue.counts()).waiting,
+          },
         );
-        logger.info({ deliveries: queued }, "webhook retry pass queued");
+        logger.info({ deliveries: pass.claimed, full: pass.full }, "webhook retry pass queued");
+        // A later job goes on, so no worker slot waits for room (one slot would wait forever).
+        if (pass.full) {
+          const from = pass.after ?? "start";
+          await runtime.queue.enqueue(
+            "runRetryPass",
+            pass.after === null ? {} : { after: pass.after },
+            {
+              jobId: `retry-pass-after-${from}-${Date.now()}`,
+              delayMs: queueWindowWaitMs,
+            },
+          );
+        }
       },
     },
     probeBreakers: () => breakers.probeDue(),

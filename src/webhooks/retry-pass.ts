@@ -7,6 +7,12 @@ export type ClaimedRetry = { id: string; passes: number };
 /** The batch size bounds what a pass holds in memory, however many deliveries failed. */
 type RetryPassSettings = Pick<Config["webhooks"], "retryPasses" | "retryPassBatchSize">;
 
+/**
+ * Where a pass starts (after this delivery id, or from the first), and how many more jobs the
+ * queue has room for before each batch: the pass stops when it has none.
+ */
+export type RetryPassWindow = { after: string | null; room: () => Promise<number> };
+
 /** Which deliveries a pass or a revival covers: all of them, one organisation's, or one webhook's. */
 export type RetryScope = { organizationId?: string; webhookId?: string };
 
@@ -25,9 +31,10 @@ function withinScope({ organizationId, webhookId }: RetryScope) {
  */
 async function claimRetryBatch(
   db: Db,
-  { retryPasses, retryPassBatchSize }: RetryPassSettings,
+  { retryPasses }: Pick<RetryPassSettings, "retryPasses">,
   after: string | null,
   scope: RetryScope,
+  limit: number,
 ): Promise<ClaimedRetry[]> {
   const afterId = after === null ? sql`` : sql`and f.id > ${after}`;
   const claimed = await db.execute(sql`
@@ -39,7 +46,7 @@ async function claimRetryBatch(
       where w.enabled and f.status = 'failed' and f.passes < ${retryPasses}
         ${afterId} ${withinScope(scope)}
       order by f.id
-      limit ${retryPassBatchSize}
+      limit ${limit}
       for update of f
     ) batch
     where d.id = batch.id
@@ -63,9 +70,8 @@ export async function reviveExhaustedDeliveries(db: Db, scope: RetryScope = {}):
 }
 
 /**
- * The daily pass, from the worker's cron, the admin button or `svc webhook retry-failed`: claims
- * a batch at a time in id order (none twice) and hands each to `retry` before the next. Returns
- * how many were claimed.
+ * The daily pass, from the admin button or `svc webhook retry-failed`: claims a batch at a time
+ * in id order (none twice) and hands each to `retry` before the next. Returns how many were claimed.
  */
 export async function runRetryPass(
   db: Db,
@@ -73,12 +79,30 @@ export async function runRetryPass(
   retry: (batch: ClaimedRetry[]) => Promise<void>,
   scope: RetryScope = {},
 ): Promise<number> {
+  const everything = { after: null, room: async () => Number.POSITIVE_INFINITY };
+  return (await runRetryPassWithin(db, settings, retry, everything, scope)).claimed;
+}
+
+/**
+ * The pass as the worker runs it: it claims no more than the queue has room for, so deliveries
+ * wait in Postgres and the queue holds a bounded window of them. `full` says it stopped for lack
+ * of room, to go on after `after` (null: from the first) once the queue has some.
+ */
+export async function runRetryPassWithin(
+  db: Db,
+  settings: RetryPassSettings,
+  retry: (batch: ClaimedRetry[]) => Promise<void>,
+  window: RetryPassWindow,
+  scope: RetryScope = {},
+): Promise<{ claimed: number; full: boolean; after: string | null }> {
   let claimed = 0;
-  let after: string | null = null;
+  let after = window.after;
   for (;;) {
-    const batch = await claimRetryBatch(db, settings, after, scope);
+    const limit = Math.min(settings.retryPassBatchSize, await window.room());
+    if (limit <= 0) return { claimed, full: true, after };
+    const batch = await claimRetryBatch(db, settings, after, scope, limit);
     const last = batch.at(-1);
-    if (last === undefined) return claimed;
+    if (last === undefined) return { claimed, full: false, after };
     await retry(batch);
     claimed += batch.length;
     after = last.id;
