@@ -7,16 +7,20 @@
  *
  * `npm run bench -- pipeline` (or api, scaling, embedded, mechanisms, in any combination) runs
  * only those parts. `mechanisms` measures each speed mechanism on and off (bench/mechanisms.ts).
+ * `retention` and `backlog` (bench/retention.ts, bench/backlog.ts) seed a million rows each and
+ * run only when named.
  * `BENCH_METRICS=1 npm run bench` runs the service of the api and embedded parts with its metrics
  * listener on (METRICS_PORT), scraped every 15 s as Prometheus would (bench/metrics-scrape.ts).
  */
 import { execFileSync } from "node:child_process";
 import os from "node:os";
 import { measureApi } from "./api.js";
+import { measureBacklog } from "./backlog.js";
 import { measureEmbedded } from "./embedded.js";
 import { comparisonTable, measureMechanisms } from "./mechanisms.js";
 import { measurePipeline, type PipelineResults } from "./pipeline.js";
 import { ROOT } from "./processes.js";
+import { measureRetention } from "./retention.js";
 import { measureScaling } from "./scaling.js";
 
 const DATABASE_URL = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
@@ -34,12 +38,23 @@ const check = (name: string, value: string, target: string, ok: boolean) =>
   checks.push({ name, value, target, ok });
 const fixed = (value: number, digits = 0) => value.toFixed(digits);
 
-const PARTS = ["api", "scaling", "embedded", "pipeline", "mechanisms"] as const;
+const PARTS = [
+  "api",
+  "scaling",
+  "embedded",
+  "pipeline",
+  "mechanisms",
+  "retention",
+  "backlog",
+] as const;
+// Minutes of seeding a million rows each: run only when asked for by name.
+const ON_REQUEST: readonly string[] = ["retention", "backlog"];
 const asked = process.argv.slice(2);
 const unknown = asked.filter((part) => !(PARTS as readonly string[]).includes(part));
 if (unknown.length > 0)
   throw new Error(`unknown bench part ${unknown.join(", ")}: use ${PARTS.join(", ")}`);
-const runs = (part: (typeof PARTS)[number]) => asked.length === 0 || asked.includes(part);
+const runs = (part: (typeof PARTS)[number]) =>
+  asked.includes(part) || (asked.length === 0 && !ON_REQUEST.includes(part));
 const settings = { databaseUrl: DATABASE_URL, redisUrl: REDIS_URL };
 
 log("building (npm run build), so npm start runs this checkout");
@@ -175,12 +190,103 @@ async function pipelinePart(): Promise<PipelineResults> {
   return pipeline;
 }
 
+/** The delivery log's retention on a million settled deliveries, under 50 writes/s. */
+async function retentionPart() {
+  log("retention: a million settled deliveries, purged under 50 writes/s");
+  const r = await measureRetention(settings, log);
+  const label = `retention of ${r.settled.toLocaleString("en")} settled deliveries`;
+  check(`${label}: seeding (set-based SQL)`, `${fixed(r.seedSeconds)} s`, "—", true);
+  check(`${label}: purge time (svc retention run)`, `${fixed(r.purgeSeconds, 1)} s`, "—", true);
+  check(
+    `${label}: removed`,
+    `${r.removed.deliveries} deliveries, ${r.removed.attempts} attempts, ${r.removed.events} events`,
+    `${r.settled} deliveries`,
+    r.removed.deliveries === r.settled && r.expiredLeft === 0,
+  );
+  const writes = (l: RetentionLatency) =>
+    `${fixed(l.p99)} ms (p50 ${fixed(l.p50)}, ${l.count} writes, ${l.failed} failed)`;
+  check(`${label}: write p99 before`, writes(r.before), "—", r.before.failed === 0);
+  check(
+    `${label}: write p99 during`,
+    writes(r.during),
+    `<= 2 × before (${fixed(r.before.p99 * 2)} ms)`,
+    r.during.p99 <= r.before.p99 * 2 && r.during.failed === 0,
+  );
+  for (const kind of r.mustStay) {
+    check(
+      `${label}: must stay, ${kind.kind}`,
+      `${kind.left} of ${kind.seeded}`,
+      `${kind.seeded}`,
+      kind.left === kind.seeded,
+    );
+  }
+}
+type RetentionLatency = { p50: number; p99: number; count: number; failed: number };
+
+/** A receiver down for a day and a million deliveries due: what Redis, the worker and the API feel. */
+async function backlogPart() {
+  log("backlog: one receiver down, a million failed deliveries, the daily pass");
+  const r = await measureBacklog(settings, log);
+  const label = `backlog of ${r.backlog.toLocaleString("en")}`;
+  const redisGrowth = r.peakRedisMiB - r.idleRedisMiB;
+  check(
+    `${label}: Redis used_memory over idle (${fixed(r.idleRedisMiB)} MiB; shared Redis)`,
+    `+${fixed(redisGrowth, 1)} MiB`,
+    "<= 100 MiB",
+    redisGrowth <= 100,
+  );
+  check(
+    `${label}: jobs waiting in the queue at most`,
+    String(r.peakQueueWaiting),
+    `<= WEBHOOK_QUEUE_WINDOW (${r.queueWindow})`,
+    r.peakQueueWaiting <= r.queueWindow,
+  );
+  check(
+    `${label}: worker RSS peak`,
+    `${fixed(r.peakWorkerRssMiB)} MiB`,
+    "< 300 MiB",
+    r.peakWorkerRssMiB < 300,
+  );
+  check(
+    `${label}: deliveries the pass made due before the receiver came back`,
+    String(r.claimedByPass),
+    "—",
+    true,
+  );
+  check(
+    `${label}: API write p99 without the backlog`,
+    `${fixed(r.idle.p99)} ms (p50 ${fixed(r.idle.p50)})`,
+    "—",
+    r.idle.failed === 0,
+  );
+  check(
+    `${label}: API write p99 with the backlog`,
+    `${fixed(r.withBacklog.p99)} ms (p50 ${fixed(r.withBacklog.p50)})`,
+    `<= 2 × without (${fixed(r.idle.p99 * 2)} ms)`,
+    r.withBacklog.p99 <= r.idle.p99 * 2 && r.withBacklog.failed === 0,
+  );
+  check(
+    `${label}: drain after the receiver's return`,
+    `${fixed(r.drain.perSecond)} deliveries/s (${r.drain.deliveries} in the window, first after ${fixed(r.drain.firstArrivalSeconds, 1)} s)`,
+    "—",
+    r.drain.deliveries > 0,
+  );
+  check(
+    `${label}: arrivals older than one already arrived (event order)`,
+    `${r.drain.outOfOrder}, by up to ${r.drain.maxDisplacement} events`,
+    "— (reported)",
+    true,
+  );
+}
+
 const STEADY_LABEL = "production, 50 writes/s";
 const apiRows = runs("api") ? await apiPart() : [];
 if (runs("scaling")) await scalingPart();
 if (runs("embedded")) await embeddedPart();
 const pipeline = runs("pipeline") ? await pipelinePart() : undefined;
 const mechanisms = runs("mechanisms") ? await measureMechanisms(settings, log) : [];
+if (runs("retention")) await retentionPart();
+if (runs("backlog")) await backlogPart();
 
 const cpu = os.cpus()[0]?.model ?? "unknown CPU";
 console.log(

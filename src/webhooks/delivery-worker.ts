@@ -59,7 +59,8 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
       return report === null ? null : { ok: report.outcome.ok };
     },
     release: async (webhookId) => {
-      const due = await dueDeliveriesOf(runtime.db, webhookId);
+      // At most a window: the dispatcher refills the rest from Postgres in event order.
+      const due = await dueDeliveriesOf(runtime.db, webhookId, config.webhooks.queueWindow);
       const stamp = Date.now();
       await enqueueAttempts(
         runtime.queue,
