@@ -59,8 +59,10 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
       return report === null ? null : { ok: report.outcome.ok };
     },
     release: async (webhookId) => {
-      // At most a window: the dispatcher refills the rest from Postgres in event order.
-      const due = await dueDeliveriesOf(runtime.db, webhookId, config.webhooks.queueWindow);
+      // No more than the queue has room for: the dispatcher refills the rest from Postgres.
+      const room = config.webhooks.queueWindow - (await runtime.queue.counts()).waiting;
+      if (room <= 0) return;
+      const due = await dueDeliveriesOf(runtime.db, webhookId, room);
       const stamp = Date.now();
       await enqueueAttempts(
         runtime.queue,
