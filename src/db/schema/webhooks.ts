@@ -89,6 +89,11 @@ export const webhookDeliveries = pgTable(
     index("webhook_deliveries_status_idx").on(t.status, t.nextAttemptAt),
     // The admin delivery log filtered by status, newest first (keyset on created_at, id).
     index("webhook_deliveries_webhook_status_idx").on(t.webhookId, t.status, t.createdAt, t.id),
+    // A webhook's due deliveries in event order (the dispatcher's refill, a breaker's release):
+    // a walk that stops at its limit, however many wait behind a receiver that was down.
+    index("webhook_deliveries_webhook_unsettled_idx")
+      .on(t.webhookId, t.changeEventId)
+      .where(sql`${t.status} in ('pending', 'failed')`),
     // Retention's walk over settled deliveries by settled time, which never reads the unsettled.
     index("webhook_deliveries_settled_idx")
       .on(sql`coalesce(${t.deliveredAt}, ${t.lastAttemptAt}, ${t.createdAt})`)

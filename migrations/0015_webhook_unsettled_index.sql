@@ -1,0 +1,1 @@
+CREATE INDEX "webhook_deliveries_webhook_unsettled_idx" ON "webhook_deliveries" USING btree ("webhook_id","change_event_id") WHERE "webhook_deliveries"."status" in ('pending', 'failed');
