@@ -16,6 +16,7 @@ import pg from "pg";
 import {
   createDatabase,
   freePort,
+  PRODUCTION_NODE_FLAGS,
   type Started,
   startProcess,
   stopProcess,
@@ -178,9 +179,15 @@ export async function measureBacklog(
     await client.query("vacuum analyze change_events");
     log(`backlog: seeded in ${((performance.now() - seedStarted) / 1000).toFixed(0)} s`);
 
-    const api = startProcess("node", ["dist/svc.mjs", "serve"], { ...env, NODE_ENV: "production" });
+    const api = startProcess("node", [...PRODUCTION_NODE_FLAGS, "dist/svc.mjs", "serve"], {
+      ...env,
+      NODE_ENV: "production",
+    });
     started.push(api);
-    const worker = startProcess("node", ["dist/svc.mjs", "worker"], { ...env, PORT: undefined });
+    const worker = startProcess("node", [...PRODUCTION_NODE_FLAGS, "dist/svc.mjs", "worker"], {
+      ...env,
+      PORT: undefined,
+    });
     started.push(worker);
     const url = `http://127.0.0.1:${apiPort}`;
     await waitForOk(`${url}/readyz`, api);

@@ -51,9 +51,11 @@ def main():
     before = processes()
     print("time      service% postgres%   redis% loadgen%   twin%   bench%   idle%", flush=True)
     idle_before = open("/proc/stat").readline().split()
+    last = time.monotonic()
     while os.path.exists(f"/proc/{root}"):
         time.sleep(period)
         now = processes()
+        elapsed, last = time.monotonic() - last, time.monotonic()
         idle_now = open("/proc/stat").readline().split()
         totals = {}
         for pid, (_, ticks, _) in now.items():
@@ -64,7 +66,7 @@ def main():
             totals[name] = totals.get(name, 0) + spent
         all_ticks = sum(map(int, idle_now[1:])) - sum(map(int, idle_before[1:]))
         idle = (int(idle_now[4]) - int(idle_before[4])) / max(all_ticks, 1) * 100
-        pct = lambda k: totals.get(k, 0) / TICK / period * 100
+        pct = lambda k: totals.get(k, 0) / TICK / elapsed * 100
         print(time.strftime("%H:%M:%S"), *(f"{pct(k):8.0f}" for k in
               ("service", "postgres", "redis", "loadgen", "twin", "bench")), f"{idle:8.0f}", flush=True)
         before, idle_before = now, idle_now

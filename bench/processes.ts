@@ -157,3 +157,6 @@ export async function createDatabase(
   url.pathname = `/${name}`;
   return { url: url.href, drop: () => admin(`drop database if exists ${name} with (force)`) };
 }
+
+/** Node's flags for the service's processes, as `npm start` and docs/production.md run them. */
+export const PRODUCTION_NODE_FLAGS = ["--heap-growing-percent=40"];

@@ -12,6 +12,7 @@ import pg from "pg";
 import {
   createDatabase,
   freePort,
+  PRODUCTION_NODE_FLAGS,
   type Started,
   startProcess,
   stopProcess,
@@ -168,7 +169,7 @@ export async function measureRetention(
     log(`retention: seeded in ${seedSeconds.toFixed(0)} s`);
 
     // The API alone: no worker, so no relay fans out the events that must stay unfanned.
-    service = startProcess("node", ["dist/svc.mjs", "serve"], production);
+    service = startProcess("node", [...PRODUCTION_NODE_FLAGS, "dist/svc.mjs", "serve"], production);
     const url = `http://127.0.0.1:${port}`;
     await waitForOk(`${url}/readyz`, service);
     const writes = steadyWrites({ url, token: seeded.token, project: "picker-arm" }, WRITE_RATE);
