@@ -6,7 +6,7 @@ export type Api = { url: string; token: string; project: string };
 
 export type Write = { startedAt: number; ms: number; ok: boolean };
 
-export function percentile(values: number[], fraction: number): number {
+function percentile(values: number[], fraction: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? 0;
 }
