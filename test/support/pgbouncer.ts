@@ -5,7 +5,7 @@ import path from "node:path";
 import { freePort } from "./ports.js";
 
 /** Debian's package (1.18 on bookworm); `.ci/run` installs it. */
-export const PGBOUNCER = "/usr/sbin/pgbouncer";
+const PGBOUNCER = "/usr/sbin/pgbouncer";
 
 export type Pgbouncer = {
   /** `upstreamUrl` with its host and port replaced by the bouncer's. */
@@ -52,7 +52,9 @@ export async function startPgbouncer(
   const asRoot = process.getuid?.() === 0;
   if (asRoot) {
     await chmod(dir, 0o755);
-    await Promise.all(["pgbouncer.ini", "userlist.txt"].map((f) => chmod(path.join(dir, f), 0o644)));
+    await Promise.all(
+      ["pgbouncer.ini", "userlist.txt"].map((f) => chmod(path.join(dir, f), 0o644)),
+    );
   }
   const child: ChildProcess = spawn(PGBOUNCER, [...(asRoot ? ["-u", "nobody"] : []), config], {
     stdio: ["ignore", "pipe", "pipe"],
