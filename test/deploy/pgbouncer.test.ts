@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { sql } from "drizzle-orm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Database } from "../../src/db/client.js";
+import { type Database, rowsOf } from "../../src/db/client.js";
 import { openPostgres } from "../../src/db/postgres.js";
 import { projects, webhookDeliveries } from "../../src/db/schema/index.js";
 import { systemAudit } from "../../src/modules/audit/service.js";
@@ -22,6 +23,8 @@ import { isSignedWith, Receiver } from "../support/receiver.js";
 /** PgBouncer's server connections: fewer than the three processes' pools, so they are shared. */
 const BOUNCER_POOL_SIZE = 3;
 const TASKS = 12;
+/** Set on the database, as the docs tell: PgBouncer drops the one the pool sends at startup. */
+const DATABASE_STATEMENT_TIMEOUT = "7s";
 
 let testDatabase: TestDatabase;
 let database: Database;
@@ -35,6 +38,10 @@ const receiver = new Receiver();
 beforeAll(async () => {
   [testDatabase] = await Promise.all([createTestDatabase({ poolSize: 3 }), receiver.start()]);
   database = testDatabase.database;
+  const name = new URL(testDatabase.url).pathname.slice(1);
+  await database.db.execute(
+    sql.raw(`alter database ${name} set statement_timeout = '${DATABASE_STATEMENT_TIMEOUT}'`),
+  );
   bouncer = await startPgbouncer(testDatabase.url, { poolSize: BOUNCER_POOL_SIZE });
   fixtures = await importOAuthWorkspaces(database.db);
   ({ secret } = await createWebhook(
@@ -113,6 +120,22 @@ describe("behind PgBouncer 1.18 in transaction mode", () => {
       expect(message).toMatch(/prepared statement "bouncer_probe" (already exists|does not exist)/);
     }
     expect(await failuresThroughBouncer(false, 5)).toEqual([]);
+  });
+
+  it("take the statement timeout of pooled connections from the database, not the service", async () => {
+    const statementTimeout = async (url: string) => {
+      const handle = openPostgres(url, { poolSize: 1, statementTimeoutMs: 3000 });
+      try {
+        const rows = rowsOf<{ statement_timeout: string }>(
+          await handle.db.execute(sql`show statement_timeout`),
+        );
+        return rows[0]?.statement_timeout;
+      } finally {
+        await handle.close();
+      }
+    };
+    expect(await statementTimeout(bouncer.url)).toBe(DATABASE_STATEMENT_TIMEOUT);
+    expect(await statementTimeout(testDatabase.url)).toBe("3s");
   });
 
   it("serve concurrent reads and writes from both instances", async () => {
