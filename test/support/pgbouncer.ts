@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
 import { chmod, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -23,6 +24,9 @@ export async function startPgbouncer(
   upstreamUrl: string,
   settings: { poolSize: number },
 ): Promise<Pgbouncer> {
+  if (!existsSync(PGBOUNCER)) {
+    throw new Error(`${PGBOUNCER} is missing: apt-get install -y pgbouncer (.ci/run does)`);
+  }
   const upstream = new URL(upstreamUrl);
   const database = decodeURIComponent(upstream.pathname.slice(1));
   const user = decodeURIComponent(upstream.username);
