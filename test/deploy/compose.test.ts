@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
+import { type AddressInfo, connect, createServer, type Socket } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -224,6 +225,44 @@ function send(
   });
 }
 
+/**
+ * A TCP relay to `target` that the test can cut: while cut, every connection through it, open or
+ * new, is reset at once, as when the database goes away.
+ */
+async function startRelay(target: URL) {
+  const open = new Set<Socket>();
+  let cut = false;
+  const server = createServer((client) => {
+    if (cut) return client.resetAndDestroy();
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const socket of [client, upstream]) {
+      open.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => {
+        open.delete(socket);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const url = new URL(target);
+  url.port = String((server.address() as AddressInfo).port);
+  return {
+    url: url.toString(),
+    cut(value: boolean) {
+      cut = value;
+      if (cut) for (const socket of open) socket.resetAndDestroy();
+    },
+    close: () => {
+      for (const socket of open) socket.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
 const RATE_LIMIT_MAX = 4;
 const REPLICA_ADDRESSES = ["127.0.0.2", "127.0.0.3"];
 
@@ -236,6 +275,8 @@ describe("deploy/nginx/nginx.conf", () => {
   let apiPort: number;
   let dns: Awaited<ReturnType<typeof startDnsResponder>> | undefined;
   let testDatabase: TestDatabase | undefined;
+  /** The replicas' way to their database, which a test cuts. */
+  let databaseRelay: Awaited<ReturnType<typeof startRelay>> | undefined;
   let replicas: ServiceProcess[] = [];
   let nginx: ChildProcess | undefined;
   let nginxExited: Promise<unknown> = Promise.resolve();
@@ -253,8 +294,9 @@ describe("deploy/nginx/nginx.conf", () => {
     proxyUrl = `http://127.0.0.1:${proxy}`;
     healthUrl = `http://127.0.0.1:${health}/healthz`;
     testDatabase = await createTestDatabase({ poolSize: 2 });
+    databaseRelay = await startRelay(new URL(testDatabase.url));
     const env = {
-      DATABASE_URL: testDatabase.url,
+      DATABASE_URL: databaseRelay.url,
       REDIS_URL: TEST_REDIS_URL,
       QUEUE_PREFIX: `deploy-${randomBytes(6).toString("hex")}`,
       PORT: String(apiPort),
@@ -294,6 +336,7 @@ describe("deploy/nginx/nginx.conf", () => {
     await nginxExited;
     await Promise.all(replicas.map((replica) => replica.kill()));
     await dns?.close();
+    await databaseRelay?.close();
     await testDatabase?.drop();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   });
@@ -376,6 +419,27 @@ describe("deploy/nginx/nginx.conf", () => {
     const over = await post(limit + 1, "127.0.0.12");
     expect(over.status, over.text).toBe(400);
     expect(JSON.parse(over.text)).toMatchObject({ error: "invalid_request" });
+  });
+
+  it("passes the service's 503 with Retry-After on unchanged", async () => {
+    const me = (url: string, from: string) =>
+      send(`${url}/api/v1/me`, from, {
+        headers: { authorization: `Bearer svc_live_${randomBytes(32).toString("base64url")}` },
+      });
+    databaseRelay?.cut(true);
+    try {
+      const direct = await me(`http://${REPLICA_ADDRESSES[0]}:${apiPort}`, "127.0.0.1");
+      expect(direct.status, direct.text).toBe(503);
+      expect(direct.headers["retry-after"]).toMatch(/^\d+$/);
+      for (let i = 0; i < 4; i += 1) {
+        const proxied = await me(proxyUrl, `127.0.0.${13 + i}`);
+        expect(proxied.status, proxied.text).toBe(503);
+        expect(proxied.headers["retry-after"]).toBe(direct.headers["retry-after"]);
+        expect(proxied.text).toBe(direct.text);
+      }
+    } finally {
+      databaseRelay?.cut(false);
+    }
   });
 
   it("skips a replica that has stopped, a POST included", async () => {
