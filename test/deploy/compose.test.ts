@@ -52,7 +52,10 @@ const service = (name: string): Service => {
 const NGINX_CONF = "deploy/nginx/nginx.conf";
 const nginxConf = read(NGINX_CONF);
 
-/** The service's config as compose gives it: `${X:-default}` is the default, `${X:?…}` a value. */
+/**
+ * The service's config as compose gives it: `${X:-default}` is the default, and the one required
+ * variable, `${SECRET_KEY:?…}`, a key of 32 characters.
+ */
 function configOf(name: string): Config {
   const env = Object.fromEntries(
     Object.entries(service(name).environment ?? {}).map(([key, value]) => [
@@ -62,6 +65,7 @@ function configOf(name: string): Config {
         .replace(/\$\{SECRET_KEY:\?[^}]*\}/g, "x".repeat(32)),
     ]),
   );
+  expect(Object.values(env).join(" "), `${name}: every variable resolved`).not.toContain("${");
   return loadConfig(env);
 }
 
