@@ -42,8 +42,13 @@ async function greet(runtime: Runtime): Promise<void> {
     : { seeded: false as const };
   if (!demo.seeded) {
     const { hasNoOrganization } = await import("../../modules/organizations/service.js");
-    if (await hasNoOrganization(runtime.database.db)) printCreateOrganizationHint(config);
-    else printMintHint(config);
+    // Only a hint: a database that is down at start leaves the service serving and not ready.
+    const empty = await hasNoOrganization(runtime.database.db).catch((error: unknown) => {
+      runtime.logger.warn({ err: error }, "could not read the organisations for the start-up hint");
+      return undefined;
+    });
+    if (empty === true) printCreateOrganizationHint(config);
+    else if (empty === false) printMintHint(config);
     return;
   }
   printLine("");
