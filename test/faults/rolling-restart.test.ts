@@ -251,10 +251,7 @@ class Client {
       body === undefined ? {} : { "idempotency-key": randomUUID() };
     for (;;) {
       this.sent += 1;
-      const answer = await call(`${proxy.url}${path}`, { token, body, headers }).catch(
-        (error: Error) => error,
-      );
-      if (answer instanceof Error) throw answer;
+      const answer = await call(`${proxy.url}${path}`, { token, body, headers });
       const retryAfter = Number(answer.headers.get("retry-after"));
       if (answer.status !== 503 || !(retryAfter > 0)) return answer;
       this.retried503 += 1;
