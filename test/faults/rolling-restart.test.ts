@@ -453,16 +453,20 @@ describe("a rolling restart of three API processes and two workers under load", 
     const _csrf = await admin.csrfTokenOf("/admin/acme/tokens");
     const revoked = await admin.post(`/admin/acme/tokens/${id}/revoke`, { _csrf });
     expect(revoked.status).toBe(303);
-    // The spec's bound for a revocation to reach every instance; each instance is asked until it
+    // A revocation must reach every instance within a second; each instance is asked until it
     // refuses (a refused token spends its address's budget, so no further).
+    const revokedAt = performance.now();
+    const refusedAfterMs: number[] = [];
     const refusedWithinASecond = async (api: ServiceProcess) => {
-      const deadline = Date.now() + 1000;
       for (;;) {
         const status = await me(api);
-        if (status !== 200 || Date.now() > deadline) return status;
+        const elapsedMs = performance.now() - revokedAt;
+        if (status !== 200) refusedAfterMs.push(Math.round(elapsedMs));
+        if (status !== 200 || elapsedMs > 1000) return status;
         await sleep(50);
       }
     };
     expect(await Promise.all(apis.map(refusedWithinASecond))).toEqual([401, 401, 401]);
+    console.info(JSON.stringify({ revokedTokenRefusedAfterMs: refusedAfterMs }));
   });
 });
