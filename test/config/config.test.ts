@@ -76,8 +76,23 @@ describe("timeouts", () => {
       connectTimeoutMs: 1000,
       statementTimeoutMs: 10_000,
       idleInTransactionTimeoutMs: 10_000,
+      preparedStatements: true,
     });
     expect(config.shutdownTimeoutMs).toBe(20_000);
+  });
+
+  it("put LISTEN and the session locks on DATABASE_URL unless DATABASE_LISTEN_URL says otherwise", () => {
+    const pooled = "postgres://svc@pgbouncer:6432/workspace";
+    const direct = "postgres://svc@db:5432/workspace";
+    expect(loadConfig({ ...base, DATABASE_URL: pooled }).databaseListenUrl).toBe(pooled);
+    expect(
+      loadConfig({ ...base, DATABASE_URL: pooled, DATABASE_LISTEN_URL: direct }).databaseListenUrl,
+    ).toBe(direct);
+    const embedded = { SECRET_KEY: TEST_SECRET_KEY, DATABASE_LISTEN_URL: direct };
+    expect(() => loadConfig(embedded)).toThrow(/DATABASE_LISTEN_URL: needs DATABASE_URL/);
+    expect(
+      loadConfig({ ...base, DATABASE_PREPARED_STATEMENTS: "false" }).postgres.preparedStatements,
+    ).toBe(false);
   });
 
   it("give a webhook delivery attempt the spec's 10 s by default", () => {
