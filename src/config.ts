@@ -81,6 +81,7 @@ const environmentSchema = z.object({
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: positiveInt.default(10_000),
   DATABASE_PREPARED_STATEMENTS: booleanFlag.default(true),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(20_000),
+  SHUTDOWN_DRAIN_DELAY_MS: z.coerce.number().int().nonnegative().default(0),
   SESSION_IDLE_TIMEOUT_MINUTES: positiveInt.default(30),
   MARKDOWN_THREADS: positiveInt.default(1),
   MARKDOWN_TIMEOUT_MS: positiveInt.default(2000),
@@ -422,6 +423,8 @@ const configSchema = environmentSchema.transform((e, context) => {
     postgres: postgresLimitsOf(e),
     /** SIGTERM: how long in-flight requests and delivery attempts get before the process gives up. */
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    /** SIGTERM: how long the API keeps serving, /readyz saying "draining", before it stops accepting. */
+    shutdownDrainDelayMs: e.SHUTDOWN_DRAIN_DELAY_MS,
     /** A browser session unused this long is signed out (besides its 8-hour lifetime). */
     sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MINUTES * 60_000,
     /** PUBLIC_URL is https: Secure cookies and HSTS, whatever NODE_ENV says. */

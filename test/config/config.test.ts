@@ -109,6 +109,16 @@ describe("timeouts", () => {
     );
   });
 
+  it("drains for no time by default, for the milliseconds given, never for a negative time", () => {
+    expect(loadConfig(base).shutdownDrainDelayMs).toBe(0);
+    expect(loadConfig({ ...base, SHUTDOWN_DRAIN_DELAY_MS: "5000" }).shutdownDrainDelayMs).toBe(
+      5000,
+    );
+    expect(() => loadConfig({ ...base, SHUTDOWN_DRAIN_DELAY_MS: "-1" })).toThrow(
+      /SHUTDOWN_DRAIN_DELAY_MS/,
+    );
+  });
+
   it("refuses a timeout that is not a positive number of milliseconds", () => {
     expect(() => loadConfig({ ...base, DATABASE_STATEMENT_TIMEOUT_MS: "0" })).toThrow(
       /DATABASE_STATEMENT_TIMEOUT_MS/,
