@@ -57,6 +57,8 @@ export type AppDependencies = {
   tracer?: Tracer;
   /** What requests count (durations, refusals, replays); nothing without METRICS_PORT. */
   metrics?: MetricsRecorder;
+  /** Whether the process is stopping: /readyz then answers 503 so load balancers move away. */
+  draining?: () => boolean;
 };
 
 declare module "fastify" {
@@ -225,7 +227,11 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
   app.setNotFoundHandler(answerUnknownPage);
   // The rate limit and readiness share it: a command left unanswered holds back both.
   const redis = deps.redis === undefined ? undefined : new RequestPathRedis(deps.redis);
-  registerHealthRoutes(app, readinessCheck(deps.database, redis, deps.config.readinessTimeoutMs));
+  const readiness = readinessCheck(deps.database, redis, deps.config.readinessTimeoutMs);
+  const draining = deps.draining ?? (() => false);
+  registerHealthRoutes(app, async () =>
+    draining() ? { ready: false, body: { status: "draining", checks: {} } } : readiness(),
+  );
   const publicClientOrigins = new PublicClientOrigins(deps.database.db, deps.config.corsOrigins);
   await app.register((api) => registerApi(api, deps, redis, publicClientOrigins), {
     prefix: API_PREFIX,

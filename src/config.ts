@@ -14,6 +14,7 @@ const environmentSchema = z.object({
   HOST: z.string().min(1).default("127.0.0.1"),
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   DATABASE_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
+  DATABASE_LISTEN_URL: z.url({ protocol: /^postgres(ql)?$/ }).optional(),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
   REDIS_COMMAND_TIMEOUT_MS: positiveInt.default(50),
   QUEUE_COMMAND_TIMEOUT_MS: positiveInt.default(500),
@@ -80,7 +81,9 @@ const environmentSchema = z.object({
   DATABASE_CONNECT_TIMEOUT_MS: positiveInt.default(1000),
   DATABASE_STATEMENT_TIMEOUT_MS: positiveInt.default(10_000),
   DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS: positiveInt.default(10_000),
+  DATABASE_PREPARED_STATEMENTS: booleanFlag.default(true),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(20_000),
+  SHUTDOWN_DRAIN_DELAY_MS: z.coerce.number().int().nonnegative().default(0),
   SESSION_IDLE_TIMEOUT_MINUTES: positiveInt.default(30),
   MARKDOWN_THREADS: positiveInt.default(1),
   MARKDOWN_TIMEOUT_MS: positiveInt.default(2000),
@@ -263,6 +266,11 @@ function postgresLimitsOf(e: Environment) {
     connectTimeoutMs: e.DATABASE_CONNECT_TIMEOUT_MS,
     statementTimeoutMs: e.DATABASE_STATEMENT_TIMEOUT_MS,
     idleInTransactionTimeoutMs: e.DATABASE_IDLE_IN_TRANSACTION_TIMEOUT_MS,
+    /**
+     * Named prepared statements; off behind a pooler that cannot carry them from one
+     * transaction to the next (PgBouncer before 1.21 in transaction mode).
+     */
+    preparedStatements: e.DATABASE_PREPARED_STATEMENTS,
   };
 }
 
@@ -298,6 +306,14 @@ const configSchema = environmentSchema.transform((e, context) => {
   const isProduction = e.NODE_ENV === "production";
   if (isProduction && e.SECRET_KEY === undefined) {
     context.addIssue({ code: "custom", message: "SECRET_KEY is required in production" });
+    return z.NEVER;
+  }
+  if (e.DATABASE_LISTEN_URL !== undefined && e.DATABASE_URL === undefined) {
+    context.addIssue({
+      code: "custom",
+      path: ["DATABASE_LISTEN_URL"],
+      message: "needs DATABASE_URL (the embedded database has no sessions to set apart)",
+    });
     return z.NEVER;
   }
   // A lock that ends during an attempt lets another worker take the job and send it again.
@@ -339,6 +355,11 @@ const configSchema = environmentSchema.transform((e, context) => {
     /** Service root, without a trailing slash; the API base is `${publicUrl}/api/v1`. */
     publicUrl,
     databaseUrl: e.DATABASE_URL,
+    /**
+     * A direct session for what a transaction-mode pooler would break: LISTEN, and the advisory
+     * locks held across transactions (migrations, retention). DATABASE_URL unless set.
+     */
+    databaseListenUrl: e.DATABASE_LISTEN_URL ?? e.DATABASE_URL,
     redisUrl: e.REDIS_URL,
     /** Deadline of each Redis command on a request's path (the shared rate limit). */
     redisCommandTimeoutMs: e.REDIS_COMMAND_TIMEOUT_MS,
@@ -404,6 +425,8 @@ const configSchema = environmentSchema.transform((e, context) => {
     postgres: postgresLimitsOf(e),
     /** SIGTERM: how long in-flight requests and delivery attempts get before the process gives up. */
     shutdownTimeoutMs: e.SHUTDOWN_TIMEOUT_MS,
+    /** SIGTERM: how long the API keeps serving, /readyz saying "draining", before it stops accepting. */
+    shutdownDrainDelayMs: e.SHUTDOWN_DRAIN_DELAY_MS,
     /** A browser session unused this long is signed out (besides its 8-hour lifetime). */
     sessionIdleTimeoutMs: e.SESSION_IDLE_TIMEOUT_MINUTES * 60_000,
     /** PUBLIC_URL is https: Secure cookies and HSTS, whatever NODE_ENV says. */

@@ -33,7 +33,12 @@ export async function openDatabase(
       : undefined;
     const { openPostgres } = await import("./db/postgres.js");
     return {
-      database: openPostgres(config.databaseUrl, { ...config.postgres, onQuery, tracer }),
+      database: openPostgres(config.databaseUrl, {
+        ...config.postgres,
+        sessionUrl: config.databaseListenUrl,
+        onQuery,
+        tracer,
+      }),
       release: () => {},
     };
   }

@@ -6,6 +6,7 @@ import type { Runtime } from "./runtime.js";
 export async function startApi(
   runtime: Runtime,
   metrics?: MetricsRecorder,
+  draining?: () => boolean,
 ): Promise<FastifyInstance> {
   const app = await buildApp({
     config: runtime.config,
@@ -15,6 +16,7 @@ export async function startApi(
     queue: runtime.queue,
     tracer: runtime.tracer,
     metrics,
+    draining,
   });
   await app.listen({ port: runtime.config.port, host: runtime.config.host });
   return app;

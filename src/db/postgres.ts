@@ -7,6 +7,7 @@ import type { Tracer } from "../tracing/tracer.js";
 import { type Database, findMigrationsFolder } from "./client.js";
 import { PostgresListener } from "./notifications.js";
 import { traceStatements } from "./statement-spans.js";
+import { sendStatementsUnnamed } from "./unnamed-statements.js";
 
 // node-postgres lives here, apart from the handle's type in client.ts, so that the embedded
 // default never loads it.
@@ -22,6 +23,11 @@ export type PostgresOptions = Partial<PostgresLimits> & {
   onListenError?: (error: unknown) => void;
   /** Puts each statement in a span (tracing on). */
   tracer?: Tracer;
+  /**
+   * Where LISTEN and the advisory locks held across transactions go (DATABASE_LISTEN_URL): a
+   * session of their own, apart from a transaction-mode pooler. The pool's own URL unless set.
+   */
+  sessionUrl?: string;
 };
 
 /** What every statement span says of the server (OpenTelemetry's database conventions). */
@@ -35,11 +41,10 @@ function serverAttributes(connectionString: string) {
   };
 }
 
-export function openPostgres(connectionString: string, options: PostgresOptions = {}): Database {
-  const limits = { ...DEFAULT_POSTGRES_LIMITS, ...options };
+function openPool(connectionString: string, limits: PostgresLimits, max: number): pg.Pool {
   const pool = new pg.Pool({
     connectionString,
-    max: limits.poolSize,
+    max,
     // Waiting for a connection, new or from a full pool, ends in an error the API answers
     // with 503 instead of a request that hangs while the database is away.
     connectionTimeoutMillis: limits.connectTimeoutMs,
@@ -50,11 +55,27 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
   });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on("error", () => {});
+  return pool;
+}
+
+// Holders of a session lock at once: a migration and a retention run.
+const SESSION_POOL_SIZE = 2;
+
+export function openPostgres(connectionString: string, options: PostgresOptions = {}): Database {
+  const limits = { ...DEFAULT_POSTGRES_LIMITS, ...options };
+  const pool = openPool(connectionString, limits, limits.poolSize);
+  if (!limits.preparedStatements) sendStatementsUnnamed(pool);
+  const sessionUrl = options.sessionUrl ?? connectionString;
+  // Session state (LISTEN, advisory locks held across transactions) must stay on one server
+  // connection, which a transaction-mode pooler behind the pool's URL does not promise.
+  const sessions =
+    sessionUrl === connectionString ? pool : openPool(sessionUrl, limits, SESSION_POOL_SIZE);
   if (options.tracer !== undefined) {
     traceStatements(pool, options.tracer, serverAttributes(connectionString));
+    if (sessions !== pool) traceStatements(sessions, options.tracer, serverAttributes(sessionUrl));
   }
   const onQuery = options.onQuery;
-  const listener = new PostgresListener(connectionString, options.onListenError ?? (() => {}));
+  const listener = new PostgresListener(sessionUrl, options.onListenError ?? (() => {}));
   const db = drizzlePg(pool, {
     casing: "snake_case",
     ...(onQuery === undefined ? {} : { logger: { logQuery: (query: string) => onQuery(query) } }),
@@ -64,7 +85,8 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     kind: "postgres",
     listen: (channel, channelListener) => listener.listen(channel, channelListener),
     async migrate() {
-      const client = await pool.connect();
+      // A session: its lock and its `set` outlive the migrator's transactions.
+      const client = await sessions.connect();
       try {
         // Another instance may hold the lock for as long as its migrations take.
         await client.query("set statement_timeout = 0");
@@ -82,7 +104,8 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
       }
     },
     async whileLocked(key, action) {
-      const client = await pool.connect();
+      // A session: the lock outlives the action's transactions, which run on the pool.
+      const client = await sessions.connect();
       try {
         const locked = await client.query<{ locked: boolean }>(
           "select pg_try_advisory_lock($1) as locked",
@@ -109,6 +132,7 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
     async close() {
       await listener.close();
       await pool.end();
+      if (sessions !== pool) await sessions.end();
     },
   };
 }

@@ -2,7 +2,8 @@ import type { Db } from "./client.js";
 
 /**
  * A query built once per database handle and sent as a named prepared statement: drizzle does
- * not rebuild its SQL on every call, and Postgres parses and plans it once per connection.
+ * not rebuild its SQL on every call, and Postgres parses and plans it once per connection
+ * (unnamed, parsed on each call, with DATABASE_PREPARED_STATEMENTS=false).
  * Values come in through `sql.placeholder`. The name must be unique to the query's text.
  */
 export function prepared<Query>(build: (db: Db) => Query): (db: Db) => Query {

@@ -8,7 +8,7 @@ type CheckStatus = "ok" | "unavailable";
 /** What /readyz answers: its status code and body. */
 export type Readiness = {
   ready: boolean;
-  body: { status: "ok" | "unavailable"; checks: Record<string, CheckStatus> };
+  body: { status: "ok" | "unavailable" | "draining"; checks: Record<string, CheckStatus> };
 };
 
 /** A probe that fails or does not answer within the deadline reports its dependency unavailable. */

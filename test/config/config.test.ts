@@ -76,8 +76,23 @@ describe("timeouts", () => {
       connectTimeoutMs: 1000,
       statementTimeoutMs: 10_000,
       idleInTransactionTimeoutMs: 10_000,
+      preparedStatements: true,
     });
     expect(config.shutdownTimeoutMs).toBe(20_000);
+  });
+
+  it("put LISTEN and the session locks on DATABASE_URL unless DATABASE_LISTEN_URL says otherwise", () => {
+    const pooled = "postgres://svc@pgbouncer:6432/workspace";
+    const direct = "postgres://svc@db:5432/workspace";
+    expect(loadConfig({ ...base, DATABASE_URL: pooled }).databaseListenUrl).toBe(pooled);
+    expect(
+      loadConfig({ ...base, DATABASE_URL: pooled, DATABASE_LISTEN_URL: direct }).databaseListenUrl,
+    ).toBe(direct);
+    const embedded = { SECRET_KEY: TEST_SECRET_KEY, DATABASE_LISTEN_URL: direct };
+    expect(() => loadConfig(embedded)).toThrow(/DATABASE_LISTEN_URL: needs DATABASE_URL/);
+    expect(
+      loadConfig({ ...base, DATABASE_PREPARED_STATEMENTS: "false" }).postgres.preparedStatements,
+    ).toBe(false);
   });
 
   it("give a webhook delivery attempt the spec's 10 s by default", () => {
@@ -91,6 +106,16 @@ describe("timeouts", () => {
     expect(config.readinessTimeoutMs).toBe(500);
     expect(() => loadConfig({ ...base, REDIS_COMMAND_TIMEOUT_MS: "0" })).toThrow(
       /REDIS_COMMAND_TIMEOUT_MS/,
+    );
+  });
+
+  it("drains for no time by default, for the milliseconds given, never for a negative time", () => {
+    expect(loadConfig(base).shutdownDrainDelayMs).toBe(0);
+    expect(loadConfig({ ...base, SHUTDOWN_DRAIN_DELAY_MS: "5000" }).shutdownDrainDelayMs).toBe(
+      5000,
+    );
+    expect(() => loadConfig({ ...base, SHUTDOWN_DRAIN_DELAY_MS: "-1" })).toThrow(
+      /SHUTDOWN_DRAIN_DELAY_MS/,
     );
   });
 

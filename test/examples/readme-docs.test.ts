@@ -400,7 +400,7 @@ describe("docs that run", () => {
     } finally {
       await session.close();
     }
-  }, 120_000);
+  }, 240_000);
 
   it("Operations: migrate, the first admin, the API and the worker on PostgreSQL and Redis, then a clean stop", async () => {
     const database = `ws_test_${randomBytes(6).toString("hex")}`;
@@ -452,7 +452,7 @@ describe("docs that run", () => {
       if (keys.length > 0) await redis.del(...keys);
       await redis.quit();
     }
-  }, 120_000);
+  }, 240_000);
 
   it("runs every sh block there is: each file that has one is a topic above", () => {
     const files = [

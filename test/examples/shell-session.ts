@@ -32,8 +32,11 @@ export class ShellSession {
     }
   }
 
-  /** Runs a block as written and returns what it printed. */
-  async run(block: string, timeoutMs = 30_000): Promise<string> {
+  /**
+   * Runs a block as written and returns what it printed. A block may start several `svc`
+   * processes on the embedded database, each some seconds on a loaded two-core machine.
+   */
+  async run(block: string, timeoutMs = 90_000): Promise<string> {
     this.blocksRun += 1;
     const marker = `__block_${this.blocksRun}_done__`;
     const from = this.shell.stdout.length;

@@ -123,11 +123,13 @@ export type Call = {
   body?: unknown;
   form?: Record<string, string>;
   headers?: Record<string, string>;
+  /** How long the answer may take before it counts as a hang; HANG_MS unless told. */
+  deadlineMs?: number;
 };
 
 /**
- * One request over real HTTP that must be answered within HANG_MS: a request left without an
- * answer fails the test as a hang rather than waiting for the test's own timeout.
+ * One request over real HTTP that must be answered within HANG_MS (or `deadlineMs`): a request
+ * left without an answer fails the test as a hang rather than waiting for the test's own timeout.
  */
 export async function call(url: string, request: Call = {}): Promise<Answer> {
   const headers: Record<string, string> = { ...request.headers };
@@ -141,6 +143,7 @@ export async function call(url: string, request: Call = {}): Promise<Answer> {
     body = new URLSearchParams(request.form).toString();
   }
   const method = request.method ?? (body === undefined ? "GET" : "POST");
+  const deadlineMs = request.deadlineMs ?? HANG_MS;
   const started = performance.now();
   try {
     const response = await fetch(url, {
@@ -148,7 +151,7 @@ export async function call(url: string, request: Call = {}): Promise<Answer> {
       headers,
       body,
       redirect: "manual",
-      signal: AbortSignal.timeout(HANG_MS),
+      signal: AbortSignal.timeout(deadlineMs),
     });
     const text = await response.text();
     return {
@@ -160,7 +163,7 @@ export async function call(url: string, request: Call = {}): Promise<Answer> {
     };
   } catch (error) {
     if (error instanceof DOMException && error.name === "TimeoutError") {
-      throw new Error(`${method} ${url}: no answer within ${HANG_MS} ms (a hang)`);
+      throw new Error(`${method} ${url}: no answer within ${deadlineMs} ms (a hang)`);
     }
     throw error;
   }

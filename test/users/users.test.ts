@@ -57,7 +57,7 @@ describe("addUser", () => {
       role: "admin",
     });
     const stored = await storedUser("ada@acme.example");
-    expect(stored?.passwordHash).toMatch(/^\$argon2id\$/);
+    expect(stored?.passwordHash).toMatch(/^\$argon2id\$v=19\$m=19456,p=1,t=2\$/);
     expect(await verifyPassword(stored?.passwordHash ?? "", "a long passphrase")).toBe(true);
     expect(await verifyPassword(stored?.passwordHash ?? "", "another passphrase")).toBe(false);
     expect(await membership(added.id)).toEqual({ role: "admin", removedAt: null });

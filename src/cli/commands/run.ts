@@ -42,8 +42,13 @@ async function greet(runtime: Runtime): Promise<void> {
     : { seeded: false as const };
   if (!demo.seeded) {
     const { hasNoOrganization } = await import("../../modules/organizations/service.js");
-    if (await hasNoOrganization(runtime.database.db)) printCreateOrganizationHint(config);
-    else printMintHint(config);
+    // Only a hint: a database that is down at start leaves the service serving and not ready.
+    const empty = await hasNoOrganization(runtime.database.db).catch((error: unknown) => {
+      runtime.logger.warn({ err: error }, "could not read the organisations for the start-up hint");
+      return undefined;
+    });
+    if (empty === true) printCreateOrganizationHint(config);
+    else if (empty === false) printMintHint(config);
     return;
   }
   printLine("");
@@ -59,6 +64,8 @@ type Running = {
   app?: FastifyInstance;
   stopWorker?: () => Promise<void>;
   metrics?: MetricsListener;
+  /** From the first SIGTERM or SIGINT on. */
+  draining?: boolean;
 };
 
 /**
@@ -117,7 +124,15 @@ function exitGracefullyOnSignals(runtime: Runtime, running: Running): void {
       process.exit(1);
     }
     stopping = true;
+    running.draining = true;
     running.metrics?.markDraining();
+    const { shutdownDrainDelayMs } = runtime.config;
+    if (running.app !== undefined && shutdownDrainDelayMs > 0) {
+      // Still serving while /readyz says "draining", so the load balancer stops sending before
+      // the listener closes: a connection it sends to a closed listener is reset, not refused.
+      logger.info({ signal, delayMs: shutdownDrainDelayMs }, "draining: readiness now fails");
+      await new Promise((resolve) => setTimeout(resolve, shutdownDrainDelayMs));
+    }
     logger.info({ signal }, "shutting down: finishing in-flight requests and deliveries");
     setTimeout(() => {
       logger.error({ timeoutMs: runtime.config.shutdownTimeoutMs }, "shutdown timed out");
@@ -153,7 +168,7 @@ async function run(parts: Parts): Promise<void> {
   running.metrics = listener;
   if (parts.worker) running.stopWorker = await startWorker({ ...runtime, metrics: recorder });
   if (parts.api) {
-    running.app = await startApi(runtime, recorder);
+    running.app = await startApi(runtime, recorder, () => running.draining === true);
     await greet(runtime);
   }
   listener?.markServing();
