@@ -430,7 +430,7 @@ describe("a rolling restart of three API processes and two workers under load", 
         testSeconds: Math.round((performance.now() - started) / 100) / 10,
       }),
     );
-  }, 120_000);
+  }, 240_000);
 
   it("shares one rate-limit budget per token across the new instances", async () => {
     const { token } = await mint();
