@@ -4,7 +4,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { organizations } from "../../src/db/schema/index.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
-import { ROOT, runCli } from "../support/cli.js";
+import { ROOT, runCli, runCliJson } from "../support/cli.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { workspaceDocument } from "../support/fixtures.js";
 import { livePrincipal } from "../support/tokens.js";
@@ -199,7 +199,7 @@ describe("svc user and svc token", () => {
     );
     expect(readded.code).toBe(0);
     expect((await livePrincipal(testDb.database.db, token))?.authorId).toBeNull();
-    const fresh = await runCli(
+    const fresh = await runCliJson(
       [
         "token",
         "create",
@@ -213,7 +213,7 @@ describe("svc user and svc token", () => {
       ],
       env,
     );
-    const renewed = await livePrincipal(testDb.database.db, JSON.parse(fresh.stdout).token);
+    const renewed = await livePrincipal(testDb.database.db, fresh.token);
     expect(renewed?.authorId).toEqual(expect.any(String));
   });
 });
