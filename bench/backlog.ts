@@ -14,10 +14,12 @@ import { Queue } from "bullmq";
 import { Redis } from "ioredis";
 import pg from "pg";
 import {
+  benchServiceEnv,
   createDatabase,
   freePort,
   PRODUCTION_NODE_FLAGS,
   type Started,
+  seedDemoWorkspace,
   startProcess,
   stopProcess,
   svc,
@@ -116,32 +118,21 @@ export async function measureBacklog(
   const [apiPort, receiverPort] = await Promise.all([freePort(), freePort()]);
   const prefix = `bench-${randomBytes(4).toString("hex")}`;
   const queueWindow = Number(process.env.WEBHOOK_QUEUE_WINDOW ?? 10_000);
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    SECRET_KEY: randomBytes(32).toString("base64"),
-    DATABASE_URL: database.url,
-    REDIS_URL: settings.redisUrl,
+  const env = benchServiceEnv(settings, database.url, apiPort, {
     QUEUE_PREFIX: prefix,
-    PORT: String(apiPort),
-    RATE_LIMIT_MAX: "1000000000",
     WEBHOOK_QUICK_RETRIES: "",
     WEBHOOK_QUEUE_WINDOW: String(queueWindow),
     WEBHOOK_BREAKER_MAX_COOLDOWN_SECONDS: "30",
     // The pass runs when the bench asks, not on the clock (1 January, 03:00).
     WEBHOOK_RETRY_CRON: "0 3 1 1 *",
-  };
+  });
   const receiver = await startReceiver(receiverPort);
   const client = new pg.Client({ connectionString: database.url });
   const redis = new Redis(settings.redisUrl);
   const queue = new Queue("workspace", { connection: { url: settings.redisUrl }, prefix });
   const started: Started[] = [];
   try {
-    await svc(["migrate"], env);
-    const seeded = JSON.parse(await svc(["demo", "--json"], env)) as {
-      token: string;
-      organizationSlug: string;
-    };
+    const seeded = await seedDemoWorkspace(env);
     const webhook = JSON.parse(
       await svc(
         [

@@ -160,3 +160,34 @@ export async function createDatabase(
 
 /** Node's flags for the service's processes, as `npm start` and docs/production.md run them. */
 export const PRODUCTION_NODE_FLAGS = ["--heap-growing-percent=40"];
+
+/**
+ * A bench service's environment on its own database and queue prefix, with the rate limit
+ * checked as in production but set too high to refuse.
+ */
+export function benchServiceEnv(
+  settings: { redisUrl: string },
+  databaseUrl: string,
+  port: number,
+  extra: NodeJS.ProcessEnv = {},
+): NodeJS.ProcessEnv {
+  return {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    SECRET_KEY: randomBytes(32).toString("base64"),
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: settings.redisUrl,
+    QUEUE_PREFIX: `bench-${randomBytes(4).toString("hex")}`,
+    PORT: String(port),
+    RATE_LIMIT_MAX: "1000000000",
+    ...extra,
+  };
+}
+
+/** Migrates the bench database and seeds the demo workspace: its all-scope token and slug. */
+export async function seedDemoWorkspace(
+  env: NodeJS.ProcessEnv,
+): Promise<{ token: string; organizationSlug: string }> {
+  await svc(["migrate"], env);
+  return JSON.parse(await svc(["demo", "--json"], env));
+}

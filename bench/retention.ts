@@ -7,13 +7,14 @@
  * worker's schedule, which calls the same function) would. Reports the purge time, the writes'
  * p99 before and during it, and checks that every row that must stay is still there.
  */
-import { randomBytes } from "node:crypto";
 import pg from "pg";
 import {
+  benchServiceEnv,
   createDatabase,
   freePort,
   PRODUCTION_NODE_FLAGS,
   type Started,
+  seedDemoWorkspace,
   startProcess,
   stopProcess,
   svc,
@@ -134,28 +135,19 @@ export async function measureRetention(
 ): Promise<RetentionResults> {
   const database = await createDatabase(settings.databaseUrl);
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: process.env.HOME,
-    SECRET_KEY: randomBytes(32).toString("base64"),
-    DATABASE_URL: database.url,
-    REDIS_URL: settings.redisUrl,
-    QUEUE_PREFIX: `bench-${randomBytes(4).toString("hex")}`,
-    PORT: String(port),
-    RATE_LIMIT_MAX: "1000000000",
-    ...(process.env.RETENTION_BATCH_SIZE === undefined
+  const env = benchServiceEnv(
+    settings,
+    database.url,
+    port,
+    process.env.RETENTION_BATCH_SIZE === undefined
       ? {}
-      : { RETENTION_BATCH_SIZE: process.env.RETENTION_BATCH_SIZE }),
-  };
+      : { RETENTION_BATCH_SIZE: process.env.RETENTION_BATCH_SIZE },
+  );
   const production = { ...env, NODE_ENV: "production" };
   const client = new pg.Client({ connectionString: database.url });
   let service: Started | undefined;
   try {
-    await svc(["migrate"], env);
-    const seeded = JSON.parse(await svc(["demo", "--json"], env)) as {
-      token: string;
-      organizationSlug: string;
-    };
+    const seeded = await seedDemoWorkspace(env);
     await client.connect();
     const { rows } = await client.query<{ id: string }>(
       "select id from organizations where slug = $1",

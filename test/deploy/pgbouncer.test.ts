@@ -4,12 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Database, rowsOf } from "../../src/db/client.js";
 import { openPostgres } from "../../src/db/postgres.js";
 import { projects, webhookDeliveries } from "../../src/db/schema/index.js";
-import { systemAudit } from "../../src/modules/audit/service.js";
-import { createToken } from "../../src/modules/tokens/service.js";
-import { createWebhook } from "../../src/webhooks/service.js";
-import { call, HttpSession, type ServiceProcess, startService } from "../faults/service-process.js";
-import { importOAuthWorkspaces, PASSWORD, userOf } from "../oauth/oauth-fixtures.js";
-import { TEST_SECRET_KEY } from "../support/app.js";
+import {
+  call,
+  HttpSession,
+  mintMemberToken,
+  type ServiceProcess,
+  startService,
+  subscribeToTaskCreated,
+} from "../faults/service-process.js";
+import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { TEST_REDIS_URL } from "../support/env.js";
 import { eventually } from "../support/eventually.js";
@@ -44,16 +47,7 @@ beforeAll(async () => {
   );
   bouncer = await startPgbouncer(testDatabase.url, { poolSize: BOUNCER_POOL_SIZE });
   fixtures = await importOAuthWorkspaces(database.db);
-  ({ secret } = await createWebhook(
-    database.db,
-    systemAudit,
-    { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
-    {
-      organizationId: fixtures.acme.organization.id,
-      url: receiver.url("/hook"),
-      events: ["task.created"],
-    },
-  ));
+  ({ secret } = await subscribeToTaskCreated(database.db, fixtures.acme, receiver.url("/hook")));
   const env = {
     DATABASE_URL: bouncer.url,
     DATABASE_LISTEN_URL: testDatabase.url,
@@ -86,11 +80,11 @@ afterAll(async () => {
 });
 
 function mint() {
-  return createToken(database.db, systemAudit, {
-    organizationId: fixtures.acme.organization.id,
-    userId: userOf(fixtures.acme).id,
-    scopes: ["projects:read", "tasks:read", "tasks:write"],
-  });
+  return mintMemberToken(database.db, fixtures.acme, [
+    "projects:read",
+    "tasks:read",
+    "tasks:write",
+  ]);
 }
 
 /** The driver's message beneath drizzle's wrapper. */

@@ -10,11 +10,7 @@ import {
   webhookAttempts,
   webhookDeliveries,
 } from "../../src/db/schema/index.js";
-import { systemAudit } from "../../src/modules/audit/service.js";
-import { createToken } from "../../src/modules/tokens/service.js";
-import { createWebhook } from "../../src/webhooks/service.js";
-import { importOAuthWorkspaces, PASSWORD, userOf } from "../oauth/oauth-fixtures.js";
-import { TEST_SECRET_KEY } from "../support/app.js";
+import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { TEST_REDIS_URL } from "../support/env.js";
 import { eventually } from "../support/eventually.js";
@@ -25,8 +21,10 @@ import {
   type Exit,
   HANG_MS,
   HttpSession,
+  mintMemberToken,
   type ServiceProcess,
   startService,
+  subscribeToTaskCreated,
 } from "./service-process.js";
 
 // A rolling deploy: three `svc serve` and two `svc worker` processes on one PostgreSQL and one
@@ -188,16 +186,7 @@ beforeAll(async () => {
   ]);
   database = testDatabase.database;
   fixtures = await importOAuthWorkspaces(database.db);
-  await createWebhook(
-    database.db,
-    systemAudit,
-    { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
-    {
-      organizationId: fixtures.acme.organization.id,
-      url: receiver.url(HOOK),
-      events: ["task.created"],
-    },
-  );
+  await subscribeToTaskCreated(database.db, fixtures.acme, receiver.url(HOOK));
   env = {
     DATABASE_URL: testDatabase.url,
     REDIS_URL: TEST_REDIS_URL,
@@ -229,11 +218,11 @@ afterAll(async () => {
 });
 
 function mint() {
-  return createToken(database.db, systemAudit, {
-    organizationId: fixtures.acme.organization.id,
-    userId: userOf(fixtures.acme).id,
-    scopes: ["projects:read", "tasks:read", "tasks:write"],
-  });
+  return mintMemberToken(database.db, fixtures.acme, [
+    "projects:read",
+    "tasks:read",
+    "tasks:write",
+  ]);
 }
 
 /** When each process was signalled and replaced, for the message of a failure. */

@@ -1,8 +1,14 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import type { Database } from "../../src/db/client.js";
+import type { Scope } from "../../src/core/scopes.js";
+import type { Database, Db } from "../../src/db/client.js";
 import { openPostgres } from "../../src/db/postgres.js";
+import { systemAudit } from "../../src/modules/audit/service.js";
+import { createToken } from "../../src/modules/tokens/service.js";
+import { createWebhook } from "../../src/webhooks/service.js";
+import { userOf } from "../oauth/oauth-fixtures.js";
 import { TEST_SECRET_KEY } from "../support/app.js";
 import { ROOT, svcCommand } from "../support/cli.js";
+import type { Workspace } from "../support/fixtures.js";
 import { freePort } from "../support/ports.js";
 
 // The service as it is deployed: `svc serve`, `svc worker` or `svc start` in processes of their
@@ -216,4 +222,23 @@ export async function openServiceDatabase(url: string): Promise<Database> {
   const database = openPostgres(url, { poolSize: 3 });
   await database.migrate();
   return database;
+}
+
+/** Subscribes the workspace to `task.created` at `url` (plain http allowed, as outside production). */
+export function subscribeToTaskCreated(db: Db, workspace: Workspace, url: string) {
+  return createWebhook(
+    db,
+    systemAudit,
+    { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
+    { organizationId: workspace.organization.id, url, events: ["task.created"] },
+  );
+}
+
+/** A new token of the workspace's first member, with `scopes`: its id and bearer value. */
+export function mintMemberToken(db: Db, workspace: Workspace, scopes: Scope[]) {
+  return createToken(db, systemAudit, {
+    organizationId: workspace.organization.id,
+    userId: userOf(workspace).id,
+    scopes,
+  });
 }

@@ -4,15 +4,18 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Database } from "../../src/db/client.js";
 import { webhookAttempts, webhookDeliveries } from "../../src/db/schema/index.js";
-import { systemAudit } from "../../src/modules/audit/service.js";
-import { createToken } from "../../src/modules/tokens/service.js";
-import { createWebhook } from "../../src/webhooks/service.js";
-import { importOAuthWorkspaces, PASSWORD, userOf } from "../oauth/oauth-fixtures.js";
-import { TEST_SECRET_KEY } from "../support/app.js";
+import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { createTestDatabase, type TestDatabase } from "../support/database.js";
 import { TEST_REDIS_URL } from "../support/env.js";
 import { eventually } from "../support/eventually.js";
-import { call, HttpSession, type ServiceProcess, startService } from "./service-process.js";
+import {
+  call,
+  HttpSession,
+  mintMemberToken,
+  type ServiceProcess,
+  startService,
+  subscribeToTaskCreated,
+} from "./service-process.js";
 
 // A deployment in miniature: two `svc serve` and two `svc worker` processes on one PostgreSQL
 // and one Redis (the suite's shared ones, with a database and queue prefix of this file's own).
@@ -62,12 +65,7 @@ beforeAll(async () => {
   [testDatabase] = await Promise.all([createTestDatabase({ poolSize: 3 }), receiver.start()]);
   database = testDatabase.database;
   fixtures = await importOAuthWorkspaces(database.db);
-  await createWebhook(
-    database.db,
-    systemAudit,
-    { secretKey: TEST_SECRET_KEY, production: false, maxPerOrganization: 20 },
-    { organizationId: fixtures.acme.organization.id, url: receiver.url, events: ["task.created"] },
-  );
+  await subscribeToTaskCreated(database.db, fixtures.acme, receiver.url);
   const env = {
     DATABASE_URL: testDatabase.url,
     REDIS_URL: TEST_REDIS_URL,
@@ -96,11 +94,7 @@ afterAll(async () => {
 });
 
 function mint() {
-  return createToken(database.db, systemAudit, {
-    organizationId: fixtures.acme.organization.id,
-    userId: userOf(fixtures.acme).id,
-    scopes: ["projects:read", "tasks:write"],
-  });
+  return mintMemberToken(database.db, fixtures.acme, ["projects:read", "tasks:write"]);
 }
 
 const me = (api: ServiceProcess, token: string) =>
