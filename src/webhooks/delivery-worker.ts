@@ -37,6 +37,9 @@ export type DeliveryWorker = {
 export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
   const { config, logger } = runtime;
   const pipeline = createDeliveryPipeline(runtime);
+  // Delivery jobs the queue may still take: past its window, deliveries wait in Postgres.
+  const queueRoom = async () =>
+    config.webhooks.queueWindow - (await runtime.queue.counts()).waiting;
   const attempt = async (deliveryId: string, trigger: DeliveryTrigger) => {
     const report = await pipeline.attemptDelivery(deliveryId, trigger);
     if (report?.retryAt) {
@@ -60,7 +63,7 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
     },
     release: async (webhookId) => {
       // No more than the queue has room for: the dispatcher refills the rest from Postgres.
-      const room = config.webhooks.queueWindow - (await runtime.queue.counts()).waiting;
+      const room = await queueRoom();
       if (room <= 0) return;
       const due = await dueDeliveriesOf(runtime.db, webhookId, room);
       const stamp = Date.now();
@@ -96,14 +99,14 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
         dispatcher.submit({ deliveryId, trigger, ...target });
       },
       runRetryPass: async ({ after }) => {
-        const { queueWindow, queueWindowWaitMs } = config.webhooks;
+        const { queueWindowWaitMs } = config.webhooks;
         const pass = await runRetryPassWithin(
           runtime.db,
           config.webhooks,
           enqueueClaimedRetries(runtime.queue),
           {
             after: after ?? null,
-            room: async () => queueWindow - (await runtime.queue.counts()).waiting,
+            room: queueRoom,
           },
         );
         logger.info({ deliveries: pass.claimed, full: pass.full }, "webhook retry pass queued");
