@@ -6,7 +6,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
  * This module is exported by the package for receivers: `workspace-service/verify-webhook`.
  */
 
-export const SIGNATURE_TOLERANCE_SECONDS = 300;
+const SIGNATURE_TOLERANCE_SECONDS = 300;
 
 export function computeSignature(
   secret: string,
