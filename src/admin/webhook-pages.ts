@@ -15,8 +15,8 @@ import {
   encodeCursor,
   type LogCursor,
 } from "../webhooks/delivery-log.js";
-import { enqueueAttempt, enqueueClaimedRetries, queuePing } from "../webhooks/enqueue-attempts.js";
-import { reviveExhaustedDeliveries, runRetryPass } from "../webhooks/retry-pass.js";
+import { enqueueAttempt, queuePing, queueRetryPass } from "../webhooks/enqueue-attempts.js";
+import { reviveExhaustedDeliveries } from "../webhooks/retry-pass.js";
 import {
   createWebhook,
   deleteWebhook,
@@ -171,10 +171,16 @@ function deliveriesText(count: number): string {
   return `${count} ${count === 1 ? "delivery" : "deliveries"}`;
 }
 
+/** What a retry pass queued; past the queue's window the rest follows from the worker. */
+function queuedText({ claimed, full }: { claimed: number; full: boolean }, kind = ""): string {
+  const noun = claimed === 1 ? "delivery" : "deliveries";
+  const queued = `${claimed} ${kind}${noun} queued for another attempt`;
+  return full ? `${queued}; the rest follow as the queue has room` : queued;
+}
+
 /** The pass also takes the webhook's failed deliveries that still had passes left. */
-function exhaustedRetryNotice(revived: number, queued: number): string {
-  const taken = `${deliveriesText(revived)} taken back from exhausted`;
-  return `${taken}; ${deliveriesText(queued)} queued for another attempt.`;
+function exhaustedRetryNotice(revived: number, pass: { claimed: number; full: boolean }): string {
+  return `${deliveriesText(revived)} taken back from exhausted; ${queuedText(pass)}.`;
 }
 
 export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (app, options) => {
@@ -360,17 +366,9 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
   const retrySchema = { params: organizationParams };
   app.post("/:org/webhooks/retry-failed", { schema: retrySchema }, async (request, reply) => {
     const { organization } = adminContextOf(request);
-    const queued = await runRetryPass(
-      app.db,
-      app.config.webhooks,
-      enqueueClaimedRetries(app.queue),
-      { organizationId: organization.id },
-    );
-    request.log.info({ deliveries: queued }, "webhook retry pass queued");
-    leaveNotice(
-      request,
-      `${queued} failed ${queued === 1 ? "delivery" : "deliveries"} queued for another attempt.`,
-    );
+    const pass = await queueRetryPass(app, { organizationId: organization.id });
+    request.log.info({ deliveries: pass.claimed, full: pass.full }, "webhook retry pass queued");
+    leaveNotice(request, `${queuedText(pass, "failed ")}.`);
     return reply.redirect(sectionPath(request, "webhooks"), 303);
   });
 
@@ -383,14 +381,12 @@ export const webhookPages: FastifyPluginAsyncZod<{ config: Config }> = async (ap
       const scope = { organizationId: organization.id, webhookId: request.params.id };
       await findWebhook(app.db, scope.webhookId, scope.organizationId);
       const revived = await reviveExhaustedDeliveries(app.db, scope);
-      const queued = await runRetryPass(
-        app.db,
-        app.config.webhooks,
-        enqueueClaimedRetries(app.queue),
-        scope,
+      const pass = await queueRetryPass(app, scope);
+      request.log.info(
+        { revived, deliveries: pass.claimed, full: pass.full },
+        "exhausted webhook deliveries revived",
       );
-      request.log.info({ revived, deliveries: queued }, "exhausted webhook deliveries revived");
-      leaveNotice(request, exhaustedRetryNotice(revived, queued));
+      leaveNotice(request, exhaustedRetryNotice(revived, pass));
       return reply.redirect(webhookPath(request, scope.webhookId), 303);
     },
   );

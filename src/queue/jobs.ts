@@ -7,6 +7,14 @@ export type DeliveryTrigger = "scheduled" | "pass" | "manual" | "probe";
 /** Every job the worker runs, by name; payloads carry ids only, never bodies or secrets. */
 export type WorkspaceJobs = {
   deliverWebhook: { deliveryId: string; trigger: DeliveryTrigger };
-  /** The daily pass; `after` (a delivery id) when it goes on where it stopped for lack of room. */
-  runRetryPass: { after?: string };
+  /**
+   * The daily pass, or an admin's for one organisation or webhook; `after…` (the last delivery
+   * claimed, in event order) when it goes on where it stopped for lack of room in the queue.
+   */
+  runRetryPass: {
+    organizationId?: string;
+    webhookId?: string;
+    afterEventId?: number;
+    afterWebhookId?: string;
+  };
 };

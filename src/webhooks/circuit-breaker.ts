@@ -38,8 +38,8 @@ export function createCircuitBreakers(options: {
   onOpen: (webhookId: string) => void;
   /** Attempts the probe delivery; resolves with its outcome, or null if it was not attempted. */
   probe: (deliveryId: string) => Promise<{ ok: boolean } | null>;
-  /** Queues the deliveries of a webhook whose breaker closed, in event order. */
-  release: (webhookId: string) => Promise<void>;
+  /** Sends the deliveries of a webhook whose breaker closed, in event order. */
+  release: (webhookId: string, organizationId: string) => void;
 }): CircuitBreakers {
   const { db, config, logger } = options;
   const { windowSeconds, cooldownSeconds, maxCooldownSeconds } = config.webhooks.breaker;
@@ -95,13 +95,16 @@ export function createCircuitBreakers(options: {
   };
 
   const closeBreaker = async (webhookId: string) => {
-    await db.execute(sql`
-      update webhooks set
-        circuit_open_until = null, circuit_cooldown_seconds = null, circuit_failures = null
-      where id = ${webhookId}`);
+    const [closedRow] = rowsOf<{ organization_id: string }>(
+      await db.execute(sql`
+        update webhooks set
+          circuit_open_until = null, circuit_cooldown_seconds = null, circuit_failures = null
+        where id = ${webhookId}
+        returning organization_id`),
+    );
     recent.delete(webhookId);
     logger.info({ webhookId }, "webhook breaker closed");
-    await options.release(webhookId);
+    if (closedRow !== undefined) options.release(webhookId, closedRow.organization_id);
   };
 
   const probeOne = async (claimed: Claimed) => {

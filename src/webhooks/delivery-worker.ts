@@ -7,9 +7,8 @@ import type { Tracer } from "../tracing/tracer.js";
 import { createCircuitBreakers } from "./circuit-breaker.js";
 import { createDeliveryPipeline, type WebhookLog } from "./delivery.js";
 import { createDeliveryDispatcher } from "./dispatcher.js";
-import { enqueueAttempt, enqueueAttempts, enqueueClaimedRetries } from "./enqueue-attempts.js";
+import { enqueueAttempt, queueRetryPass } from "./enqueue-attempts.js";
 import { dueDeliveriesOf } from "./relay.js";
-import { runRetryPassWithin } from "./retry-pass.js";
 
 export type WebhookRuntime = {
   db: Db;
@@ -37,9 +36,6 @@ export type DeliveryWorker = {
 export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
   const { config, logger } = runtime;
   const pipeline = createDeliveryPipeline(runtime);
-  // Delivery jobs the queue may still take: past its window, deliveries wait in Postgres.
-  const queueRoom = async () =>
-    config.webhooks.queueWindow - (await runtime.queue.counts()).waiting;
   const attempt = async (deliveryId: string, trigger: DeliveryTrigger) => {
     const report = await pipeline.attemptDelivery(deliveryId, trigger);
     if (report?.retryAt) {
@@ -61,18 +57,9 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
       const report = await attempt(deliveryId, "probe");
       return report === null ? null : { ok: report.outcome.ok };
     },
-    release: async (webhookId) => {
-      // No more than the queue has room for: the dispatcher refills the rest from Postgres.
-      const room = await queueRoom();
-      if (room <= 0) return;
-      const due = await dueDeliveriesOf(runtime.db, webhookId, room);
-      const stamp = Date.now();
-      await enqueueAttempts(
-        runtime.queue,
-        "scheduled",
-        due.map(({ id, attempts }) => ({ deliveryId: id, jobKey: `a${attempts}-c${stamp}` })),
-      );
-    },
+    // Straight to the dispatcher, which refills from Postgres as attempts finish: the backlog
+    // drains at its concurrency, not through the queue's window or the recovery loop.
+    release: (webhookId, organizationId) => dispatcher.wake(webhookId, organizationId),
   });
   const dispatcher = createDeliveryDispatcher({
     limits: { concurrency: config.workerConcurrency, ...config.webhooks.dispatch },
@@ -98,30 +85,13 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
         if (target === null) return;
         dispatcher.submit({ deliveryId, trigger, ...target });
       },
-      runRetryPass: async ({ after }) => {
-        const { queueWindowWaitMs } = config.webhooks;
-        const pass = await runRetryPassWithin(
-          runtime.db,
-          config.webhooks,
-          enqueueClaimedRetries(runtime.queue),
-          {
-            after: after ?? null,
-            room: queueRoom,
-          },
-        );
+      runRetryPass: async ({ afterEventId, afterWebhookId, ...scope }) => {
+        const after =
+          afterEventId === undefined || afterWebhookId === undefined
+            ? null
+            : { changeEventId: afterEventId, webhookId: afterWebhookId };
+        const pass = await queueRetryPass(runtime, scope, after);
         logger.info({ deliveries: pass.claimed, full: pass.full }, "webhook retry pass queued");
-        // A later job goes on, so no worker slot waits for room (one slot would wait forever).
-        if (pass.full) {
-          const from = pass.after ?? "start";
-          await runtime.queue.enqueue(
-            "runRetryPass",
-            pass.after === null ? {} : { after: pass.after },
-            {
-              jobId: `retry-pass-after-${from}-${Date.now()}`,
-              delayMs: queueWindowWaitMs,
-            },
-          );
-        }
       },
     },
     probeBreakers: () => breakers.probeDue(),

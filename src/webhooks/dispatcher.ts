@@ -29,6 +29,8 @@ export type DeliveryDispatcher = {
   submit(delivery: DueDelivery): SubmitResult;
   /** Forgets a webhook's waiting deliveries (its breaker opened); they stay due in Postgres. */
   evict(webhookId: string): void;
+  /** Takes a webhook's due deliveries from Postgres, in event order (its breaker closed). */
+  wake(webhookId: string, organizationId: string): void;
   /** Stops taking deliveries, forgets the waiting ones and waits for the attempts in flight. */
   close(): Promise<void>;
 };
@@ -134,16 +136,19 @@ export function createDeliveryDispatcher(options: {
       });
   };
 
-  function submit(delivery: DueDelivery): SubmitResult {
-    if (known.has(delivery.deliveryId)) return "duplicate";
-    if (closed) return "left";
-    const line = lines.get(delivery.webhookId) ?? {
-      organizationId: delivery.organizationId,
+  const lineOf = (webhookId: string, organizationId: string): WebhookLine =>
+    lines.get(webhookId) ?? {
+      organizationId,
       waiting: [],
       inFlight: 0,
       overflowed: false,
       refilling: false,
     };
+
+  function submit(delivery: DueDelivery): SubmitResult {
+    if (known.has(delivery.deliveryId)) return "duplicate";
+    if (closed) return "left";
+    const line = lineOf(delivery.webhookId, delivery.organizationId);
     if (pending >= limits.maxPending || line.waiting.length >= limits.maxPendingPerWebhook) {
       // A line with nothing here is not kept for a refill: the recovery loop finds the rest.
       if (line.waiting.length === 0) return "left";
@@ -189,6 +194,13 @@ export function createDeliveryDispatcher(options: {
       line.waiting = [];
       line.overflowed = false;
       if (line.inFlight === 0 && !line.refilling) lines.delete(webhookId);
+    },
+
+    wake(webhookId, organizationId) {
+      if (closed) return;
+      const line = lineOf(webhookId, organizationId);
+      lines.set(webhookId, line);
+      refill(webhookId, line);
     },
 
     async close() {

@@ -1,8 +1,14 @@
+import type { Config } from "../config.js";
 import type { Db } from "../db/client.js";
 import type { DeliveryTrigger, WorkspaceJobs } from "../queue/jobs.js";
 import type { JobQueue } from "../queue/queue.js";
 import type { WebhookLog } from "./delivery.js";
-import type { ClaimedRetry } from "./retry-pass.js";
+import {
+  type ClaimedRetry,
+  type RetryCursor,
+  type RetryScope,
+  runRetryPassWithin,
+} from "./retry-pass.js";
 import { createPingDelivery, type PingInput } from "./service.js";
 
 type QueuedAttempt = { deliveryId: string; jobKey: string; delayMs?: number };
@@ -35,16 +41,41 @@ export function enqueueAttempt(
   return enqueueAttempts(queue, trigger, [{ deliveryId, ...options }]);
 }
 
-/** What the retry pass does with each batch it claims when a worker sends them: queue them. */
-export function enqueueClaimedRetries(
-  queue: JobQueue<WorkspaceJobs>,
-): (batch: ClaimedRetry[]) => Promise<void> {
-  return (batch) =>
+/**
+ * A retry pass that queues what it claims, no more than the queue's window holds
+ * (WEBHOOK_QUEUE_WINDOW): past it, deliveries wait in Postgres, and a delayed job goes on from
+ * where this stopped, so no worker slot or request waits for room. Returns how many it queued.
+ */
+export async function queueRetryPass(
+  runtime: { db: Db; config: Config; queue: JobQueue<WorkspaceJobs> },
+  scope: RetryScope,
+  after: RetryCursor | null = null,
+): Promise<{ claimed: number; full: boolean }> {
+  const { db, config, queue } = runtime;
+  const room = async () => config.webhooks.queueWindow - (await queue.counts()).waiting;
+  const queueBatch = (batch: ClaimedRetry[]) =>
     enqueueAttempts(
       queue,
       "pass",
       batch.map(({ id, passes }) => ({ deliveryId: id, jobKey: `p${passes}` })),
     );
+  const pass = await runRetryPassWithin(db, config.webhooks, queueBatch, { after, room }, scope);
+  if (pass.full) {
+    const cursor =
+      pass.after === null
+        ? {}
+        : { afterEventId: pass.after.changeEventId, afterWebhookId: pass.after.webhookId };
+    const from = pass.after === null ? "start" : `${cursor.afterEventId}-${cursor.afterWebhookId}`;
+    await queue.enqueue(
+      "runRetryPass",
+      { ...scope, ...cursor },
+      {
+        jobId: `retry-pass-after-${from}-${Date.now()}`,
+        delayMs: config.webhooks.queueWindowWaitMs,
+      },
+    );
+  }
+  return { claimed: pass.claimed, full: pass.full };
 }
 
 /**

@@ -2,16 +2,19 @@ import { sql } from "drizzle-orm";
 import type { Config } from "../config.js";
 import { type Db, rowsOf } from "../db/client.js";
 
-export type ClaimedRetry = { id: string; passes: number };
+/** Where a pass stopped, in event order: the last delivery it claimed. */
+export type RetryCursor = { changeEventId: number; webhookId: string };
+
+export type ClaimedRetry = { id: string; passes: number } & RetryCursor;
 
 /** The batch size bounds what a pass holds in memory, however many deliveries failed. */
 type RetryPassSettings = Pick<Config["webhooks"], "retryPasses" | "retryPassBatchSize">;
 
 /**
- * Where a pass starts (after this delivery id, or from the first), and how many more jobs the
+ * Where a pass starts (after this delivery, or from the first), and how many more jobs the
  * queue has room for before each batch: the pass stops when it has none.
  */
-export type RetryPassWindow = { after: string | null; room: () => Promise<number> };
+export type RetryPassWindow = { after: RetryCursor | null; room: () => Promise<number> };
 
 /** Which deliveries a pass or a revival covers: all of them, one organisation's, or one webhook's. */
 export type RetryScope = { organizationId?: string; webhookId?: string };
@@ -26,17 +29,21 @@ function withinScope({ organizationId, webhookId }: RetryScope) {
 
 /**
  * One batch of the daily pass (spec: "retried on the daily pass"), from Postgres: failed
- * deliveries with passes left, after `after` in id order. Claiming spends a pass and makes the
- * delivery due now, so the recovery loop finds it again if its job is lost.
+ * deliveries with passes left, after `after` in event order, so each webhook gets its deliveries
+ * in the order of its events. Claiming spends a pass and makes the delivery due now, so the
+ * recovery loop finds it again if its job is lost.
  */
 async function claimRetryBatch(
   db: Db,
   { retryPasses }: Pick<RetryPassSettings, "retryPasses">,
-  after: string | null,
+  after: RetryCursor | null,
   scope: RetryScope,
   limit: number,
 ): Promise<ClaimedRetry[]> {
-  const afterId = after === null ? sql`` : sql`and f.id > ${after}`;
+  const afterCursor =
+    after === null
+      ? sql``
+      : sql`and (f.change_event_id, f.webhook_id) > (${after.changeEventId}, ${after.webhookId}::uuid)`;
   const claimed = await db.execute(sql`
     update webhook_deliveries d
     set passes = d.passes + 1, next_attempt_at = now()
@@ -44,14 +51,16 @@ async function claimRetryBatch(
       select f.id from webhook_deliveries f
       join webhooks w on w.id = f.webhook_id
       where w.enabled and f.status = 'failed' and f.passes < ${retryPasses}
-        ${afterId} ${withinScope(scope)}
-      order by f.id
+        ${afterCursor} ${withinScope(scope)}
+      order by f.change_event_id, f.webhook_id
       limit ${limit}
       for update of f
     ) batch
     where d.id = batch.id
-    returning d.id, d.passes`);
-  return rowsOf<ClaimedRetry>(claimed).sort((a, b) => (a.id < b.id ? -1 : 1));
+    returning d.id, d.passes, d.change_event_id as "changeEventId", d.webhook_id as "webhookId"`);
+  return rowsOf<ClaimedRetry>(claimed).sort(
+    (a, b) => a.changeEventId - b.changeEventId || (a.webhookId < b.webhookId ? -1 : 1),
+  );
 }
 
 /**
@@ -71,7 +80,7 @@ export async function reviveExhaustedDeliveries(db: Db, scope: RetryScope = {}):
 
 /**
  * The daily pass, from the admin button or `svc webhook retry-failed`: claims a batch at a time
- * in id order (none twice) and hands each to `retry` before the next. Returns how many were claimed.
+ * in event order (none twice) and hands each to `retry` before the next. Returns how many were claimed.
  */
 export async function runRetryPass(
   db: Db,
@@ -94,7 +103,7 @@ export async function runRetryPassWithin(
   retry: (batch: ClaimedRetry[]) => Promise<void>,
   window: RetryPassWindow,
   scope: RetryScope = {},
-): Promise<{ claimed: number; full: boolean; after: string | null }> {
+): Promise<{ claimed: number; full: boolean; after: RetryCursor | null }> {
   let claimed = 0;
   let after = window.after;
   for (;;) {
@@ -105,7 +114,7 @@ export async function runRetryPassWithin(
     if (last === undefined) return { claimed, full: false, after };
     await retry(batch);
     claimed += batch.length;
-    after = last.id;
+    after = { changeEventId: last.changeEventId, webhookId: last.webhookId };
   }
 }
 

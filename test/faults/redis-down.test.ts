@@ -144,9 +144,7 @@ describe("Redis killed and restarted empty while writes go on", () => {
     // Jobs queued while Redis was dead were lost with it: the recovery loop queues their
     // deliveries again once they are overdue.
     const arrived = await eventually(() => {
-      const targets = receiver
-        .on("/hook")
-        .map((request) => JSON.parse(request.rawBody.toString()).target_id as string);
+      const targets = receiver.targetIds("/hook");
       return written.every((id) => targets.includes(id)) ? targets : null;
     }, 60_000);
     expect(arrived.toSorted()).toEqual(written.toSorted());

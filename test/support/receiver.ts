@@ -34,6 +34,11 @@ export class Receiver {
     return this.received.filter((request) => request.path === path);
   }
 
+  /** The `target_id` of each delivery received on `path`, in arrival order. */
+  targetIds(path: string): string[] {
+    return this.on(path).map((request) => JSON.parse(request.rawBody.toString()).target_id);
+  }
+
   async start(): Promise<this> {
     this.server = createServer((request, response) => {
       const chunks: Buffer[] = [];

@@ -4,8 +4,7 @@ import { pino } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { webhookDeliveries, webhooks } from "../../src/db/schema/index.js";
 import { systemAudit } from "../../src/modules/audit/service.js";
-import { enqueueClaimedRetries } from "../../src/webhooks/enqueue-attempts.js";
-import { runRetryPass } from "../../src/webhooks/retry-pass.js";
+import { queueRetryPass } from "../../src/webhooks/enqueue-attempts.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { importOAuthWorkspaces, PASSWORD } from "../oauth/oauth-fixtures.js";
 import { api } from "../support/api.js";
@@ -137,9 +136,7 @@ describe("the worker's log", () => {
     await doomed.createTask("Never arrives");
     await loggedOnce("webhook delivery attempt failed", doomed.webhook.id);
     // The daily pass, as the worker's cron runs it: its one pass fails, and nothing is left.
-    await runRetryPass(p.db, p.config.webhooks, enqueueClaimedRetries(p.queue), {
-      webhookId: doomed.webhook.id,
-    });
+    await queueRetryPass(p, { webhookId: doomed.webhook.id });
     const [exhausted] = await loggedOnce(
       "webhook delivery exhausted: no retries left",
       doomed.webhook.id,

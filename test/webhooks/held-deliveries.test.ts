@@ -24,9 +24,6 @@ afterAll(async () => {
   await receiver.stop();
 });
 
-const targetsAt = (path: string) =>
-  receiver.on(path).map((request) => JSON.parse(request.rawBody.toString()).target_id as string);
-
 const deliveriesOf = (webhookId: string) =>
   p.db.select().from(webhookDeliveries).where(eq(webhookDeliveries.webhookId, webhookId));
 
@@ -64,7 +61,7 @@ describe("a disabled webhook", () => {
 
     await setWebhookEnabled(p.db, systemAudit, { id: webhook.id, enabled: true });
     const arrived = await eventually(() => {
-      const targets = targetsAt("/held");
+      const targets = receiver.targetIds("/held");
       return targets.length === 4 ? targets : null;
     });
     expect(arrived).toEqual(taskIds);

@@ -94,6 +94,10 @@ export const webhookDeliveries = pgTable(
     index("webhook_deliveries_webhook_unsettled_idx")
       .on(t.webhookId, t.changeEventId)
       .where(sql`${t.status} in ('pending', 'failed')`),
+    // The daily pass's walk over failed deliveries in event order, which never reads the rest.
+    index("webhook_deliveries_failed_event_idx")
+      .on(t.changeEventId, t.webhookId)
+      .where(sql`${t.status} = 'failed'`),
     // Retention's walk over settled deliveries by settled time, which never reads the unsettled.
     index("webhook_deliveries_settled_idx")
       .on(sql`coalesce(${t.deliveredAt}, ${t.lastAttemptAt}, ${t.createdAt})`)

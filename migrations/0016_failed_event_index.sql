@@ -1,0 +1,1 @@
+CREATE INDEX "webhook_deliveries_failed_event_idx" ON "webhook_deliveries" USING btree ("change_event_id","webhook_id") WHERE "webhook_deliveries"."status" = 'failed';
