@@ -98,19 +98,18 @@ async function loadAttemptStates(db: Db, deliveryIds: string[]) {
  * due. A worker that dies mid-attempt leaves the delivery to the recovery loop after the lease.
  */
 async function claimDueDeliveries(db: Db, deliveryIds: string[], leaseMs: number) {
+  const due = and(
+    inArray(webhookDeliveries.status, ["pending", "failed"]),
+    lte(
+      webhookDeliveries.nextAttemptAt,
+      sql`now() + make_interval(secs => ${DUE_SLACK_MS / 1000})`,
+    ),
+  );
   const claimed = await db
     .update(webhookDeliveries)
     .set({ nextAttemptAt: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
-    .where(
-      and(
-        inArray(webhookDeliveries.id, deliveryIds),
-        inArray(webhookDeliveries.status, ["pending", "failed"]),
-        lte(
-          webhookDeliveries.nextAttemptAt,
-          sql`now() + make_interval(secs => ${DUE_SLACK_MS / 1000})`,
-        ),
-      ),
-    )
+    // Found by primary key, then checked (see `dueDeliveriesOf` for why the check is wrapped).
+    .where(and(inArray(webhookDeliveries.id, deliveryIds), sql`(${due}) is true`))
     .returning({ id: webhookDeliveries.id });
   const ids = new Set(claimed.map((row) => row.id));
   return deliveryIds.map((id) => ids.has(id));

@@ -26,6 +26,10 @@ export type DispatchLimits = {
 type SubmitResult = "queued" | "duplicate" | "left";
 
 export type DeliveryDispatcher = {
+  /**
+   * A delivery from the queue. While its webhook's line is refilling from Postgres it is left
+   * there, due, for the refill to bring in event order rather than ahead of older ones.
+   */
   submit(delivery: DueDelivery): SubmitResult;
   /** Forgets a webhook's waiting deliveries (its breaker opened); they stay due in Postgres. */
   evict(webhookId: string): void;
@@ -117,7 +121,7 @@ export function createDeliveryDispatcher(options: {
     void options
       .refill(webhookId, line.organizationId, limit)
       .then((due) => {
-        for (const delivery of due) submit(delivery);
+        for (const delivery of due) admit(delivery);
         // A full answer may have more behind it.
         if (due.length >= limit) line.overflowed = true;
       })
@@ -146,6 +150,17 @@ export function createDeliveryDispatcher(options: {
     };
 
   function submit(delivery: DueDelivery): SubmitResult {
+    const line = lines.get(delivery.webhookId);
+    const refilling = line !== undefined && (line.overflowed || line.refilling);
+    if (refilling && delivery.trigger !== "manual" && !known.has(delivery.deliveryId)) {
+      // Asks for one more refill, so one already under way does not miss it.
+      line.overflowed = true;
+      return "left";
+    }
+    return admit(delivery);
+  }
+
+  function admit(delivery: DueDelivery): SubmitResult {
     if (known.has(delivery.deliveryId)) return "duplicate";
     if (closed) return "left";
     const line = lineOf(delivery.webhookId, delivery.organizationId);
