@@ -7,6 +7,10 @@ export default defineConfig({
     reporters: ["default", "./test/support/slowest-files-reporter.ts"],
     // Each file gets its own database and queue prefix, so files run in parallel.
     pool: "forks",
+    // A worker process runs its files one after another with the modules it already loaded: each
+    // file still gets its own app, database and queue prefix, and the suite spends its CPU on
+    // tests instead of re-importing the app for every file (395 s -> 272 s on this machine).
+    isolate: false,
     // Most files wait on real processes, databases and browsers rather than compute, so three at
     // a time keep a two-core machine busy (Vitest's default there would be one).
     maxWorkers: 3,
