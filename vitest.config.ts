@@ -1,21 +1,36 @@
 import { defineConfig } from "vitest/config";
 
+// Files that time the test process's own event loop: they run in a fresh process each, so what
+// they measure is the app, not the heap and timers that earlier files left in a shared worker.
+const TIMED = ["test/modules/pages-bounds.test.ts"];
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     globalSetup: ["test/support/global-setup.ts"],
     reporters: ["default", "./test/support/slowest-files-reporter.ts"],
     // Each file gets its own database and queue prefix, so files run in parallel.
     pool: "forks",
-    // A worker process runs its files one after another with the modules it already loaded: each
-    // file still gets its own app, database and queue prefix, and the suite spends its CPU on
-    // tests instead of re-importing the app for every file (395 s -> 272 s on this machine).
-    isolate: false,
     // Most files wait on real processes, databases and browsers rather than compute, so three at
     // a time keep a two-core machine busy (Vitest's default there would be one).
     maxWorkers: 3,
     // Generous: browser and worker tests wait on real processes on a loaded two-core machine.
     testTimeout: 120_000,
     hookTimeout: 120_000,
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "shared",
+          include: ["test/**/*.test.ts"],
+          exclude: TIMED,
+          // A worker process runs its files one after another with the modules it already
+          // loaded: each file still gets its own app, database and queue prefix, and the suite
+          // spends its CPU on tests instead of re-importing the app for every file
+          // (395 s -> 272 s on this machine).
+          isolate: false,
+        },
+      },
+      { extends: true, test: { name: "timed", include: TIMED, isolate: true } },
+    ],
   },
 });

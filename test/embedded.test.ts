@@ -4,7 +4,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CLI_ENTRY, ROOT, runCli } from "./support/cli.js";
+import { ROOT, runCli, svcCommand } from "./support/cli.js";
 
 /** Boots the embedded default (PGlite + in-process queue) the way `npm start` does. */
 let dataDir: string;
@@ -32,7 +32,7 @@ function embeddedEnv(): Record<string, string> {
 type Started = { child: ChildProcessWithoutNullStreams; stdout: () => string };
 
 function start(): Promise<Started> {
-  const child = spawn(process.execPath, ["--import", "tsx", CLI_ENTRY, "start"], {
+  const child = spawn(process.execPath, [...svcCommand(), "start"], {
     cwd: ROOT,
     env: embeddedEnv(),
   });

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, expect, it } from "vitest";
 import { TEST_SECRET_KEY } from "../support/app.js";
-import { CLI_ENTRY, ROOT } from "../support/cli.js";
+import { ROOT, svcCommand } from "../support/cli.js";
 import { freePort } from "../support/ports.js";
 
 const dataDirs: string[] = [];
@@ -19,7 +19,7 @@ afterAll(() => {
 async function consoleOfStart(env: Record<string, string>, terminal: boolean): Promise<string> {
   const dataDir = mkdtempSync(path.join(tmpdir(), "svc-console-"));
   dataDirs.push(dataDir);
-  const command = [process.execPath, "--import", "tsx", CLI_ENTRY, "start"];
+  const command = [process.execPath, ...svcCommand(), "start"];
   const [file, args] = terminal
     ? ["script", ["-qec", command.map((part) => `'${part}'`).join(" "), "/dev/null"]]
     : [command[0] as string, command.slice(1)];

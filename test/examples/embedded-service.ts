@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { CLI_ENTRY, ROOT } from "../support/cli.js";
+import { ROOT, svcCommand } from "../support/cli.js";
 import { freePort } from "../support/ports.js";
 import { WatchedProcess } from "./watched-process.js";
 
@@ -16,9 +16,10 @@ export type EmbeddedService = {
 };
 
 /**
- * `svc start` on a fresh DATA_DIR, as a user's first `npm start` (from the sources, as
- * test/embedded.test.ts does, so it is the code under test): PGlite, the in-process queue, the
- * demo workspace, and the admin login and demo token read from what it prints.
+ * `svc start` on a fresh DATA_DIR, as a user's first `npm start` (the CLI bundled from the
+ * current sources, as test/embedded.test.ts runs it, so it is the code under test): PGlite, the
+ * in-process queue, the demo workspace, and the admin login and demo token read from what it
+ * prints.
  */
 export async function startEmbeddedService(): Promise<EmbeddedService> {
   const dataDir = await mkdtemp(path.join(tmpdir(), "svc-example-"));
@@ -26,7 +27,7 @@ export async function startEmbeddedService(): Promise<EmbeddedService> {
   const service = WatchedProcess.start(
     "the embedded service",
     process.execPath,
-    ["--import", "tsx", CLI_ENTRY, "start"],
+    [...svcCommand(), "start"],
     {
       cwd: ROOT,
       env: {

@@ -5,7 +5,6 @@ import { expect, inject } from "vitest";
 import { TEST_SECRET_KEY } from "./app.js";
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
-export const CLI_ENTRY = path.join(ROOT, "src/cli/index.ts");
 
 declare module "vitest" {
   export interface ProvidedContext {
