@@ -4,22 +4,27 @@ import { defineConfig } from "vitest/config";
 // they measure is the app, not the heap and timers that earlier files left in a shared worker.
 const TIMED = ["test/modules/pages-bounds.test.ts"];
 
+// What both projects run with. The projects do not extend the root config, so its global setup
+// (a template database, the CLI bundle) runs once and both read what it provides.
+const common = {
+  // Each file gets its own database and queue prefix, so files run in parallel.
+  pool: "forks",
+  // Generous: browser and worker tests wait on real processes on a loaded two-core machine.
+  testTimeout: 120_000,
+  hookTimeout: 120_000,
+} as const;
+
 export default defineConfig({
   test: {
     globalSetup: ["test/support/global-setup.ts"],
     reporters: ["default", "./test/support/slowest-files-reporter.ts"],
-    // Each file gets its own database and queue prefix, so files run in parallel.
-    pool: "forks",
     // Most files wait on real processes, databases and browsers rather than compute, so three at
     // a time keep a two-core machine busy (Vitest's default there would be one).
     maxWorkers: 3,
-    // Generous: browser and worker tests wait on real processes on a loaded two-core machine.
-    testTimeout: 120_000,
-    hookTimeout: 120_000,
     projects: [
       {
-        extends: true,
         test: {
+          ...common,
           name: "shared",
           include: ["test/**/*.test.ts"],
           exclude: TIMED,
@@ -30,7 +35,7 @@ export default defineConfig({
           isolate: false,
         },
       },
-      { extends: true, test: { name: "timed", include: TIMED, isolate: true } },
+      { test: { ...common, name: "timed", include: TIMED, isolate: true } },
     ],
   },
 });
