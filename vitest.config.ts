@@ -30,8 +30,7 @@ export default defineConfig({
           exclude: TIMED,
           // A worker process runs its files one after another with the modules it already
           // loaded: each file still gets its own app, database and queue prefix, and the suite
-          // spends its CPU on tests instead of re-importing the app for every file
-          // (395 s -> 272 s on this machine).
+          // spends its CPU on tests instead of re-importing the app for every file.
           isolate: false,
         },
       },

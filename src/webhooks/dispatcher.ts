@@ -151,8 +151,8 @@ export function createDeliveryDispatcher(options: {
 
   function submit(delivery: DueDelivery): SubmitResult {
     const line = lines.get(delivery.webhookId);
-    const refilling = line !== undefined && (line.overflowed || line.refilling);
-    if (refilling && delivery.trigger !== "manual" && !known.has(delivery.deliveryId)) {
+    const fedFromPostgres = line !== undefined && (line.overflowed || line.refilling);
+    if (fedFromPostgres && delivery.trigger !== "manual" && !known.has(delivery.deliveryId)) {
       // Asks for one more refill, so one already under way does not miss it.
       line.overflowed = true;
       return "left";

@@ -71,8 +71,8 @@ export async function heldDeliveries(
  *
  * The due check is wrapped in `is true` so no index can serve it: right after a pass makes
  * thousands of deliveries due, the statistics still see their next attempt as null, and the
- * planner would read every due row through the status index and sort them (48–490 ms in the
- * backlog bench) instead of walking this webhook's unsettled ones in event order.
+ * planner would read every due row through the status index and sort them instead of walking
+ * this webhook's unsettled ones in event order (bench/RESULTS.md, the backlog's drain).
  */
 export async function dueDeliveriesOf(
   db: Db,
