@@ -2,6 +2,8 @@ import { defineConfig } from "vitest/config";
 
 // Files that time the test process's own event loop: they run in a fresh process each, so what
 // they measure is the app, not the heap and timers that earlier files left in a shared worker.
+// Vitest queues projects by name, so "fresh-process" sorts first and these files start at once,
+// beside the shared workers, rather than alone after everything else.
 const TIMED = ["test/modules/pages-bounds.test.ts"];
 
 // What both projects run with. The projects do not extend the root config, so its global setup
@@ -34,7 +36,7 @@ export default defineConfig({
           isolate: false,
         },
       },
-      { test: { ...common, name: "timed", include: TIMED, isolate: true } },
+      { test: { ...common, name: "fresh-process", include: TIMED, isolate: true } },
     ],
   },
 });
