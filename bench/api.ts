@@ -1,7 +1,8 @@
 /**
- * The API side by side with its bare twin: the service started with `npm start` in production
- * mode on real PostgreSQL and Redis, seeded through `svc import`, and the twin answering the
- * same URLs with the same bytes; autocannon drives each from a process of its own, in
+ * The API side by side with the stack's limit: the service started with `npm start` in
+ * production mode on real PostgreSQL and Redis, seeded through `svc import`, and the bare twin
+ * (bench/twin.ts) answering the same URLs with the same bytes from one indexed lookup each, and
+ * the write with the same INSERTs; autocannon drives each from a process of its own, in
  * alternating rounds, and the median round counts.
  */
 import { execFile } from "node:child_process";
@@ -44,7 +45,10 @@ export type ApiResults = { endpoints: EndpointResult[]; peakRssMiB: number };
 
 const TRANSCRIPT_CHARACTERS = 20_000;
 
-/** The bench workspace: one project of 100 tasks, a page of 40 list items, a transcript. */
+/**
+ * The bench workspace: one project of 100 tasks, a page of 40 list items among a tree of 40
+ * pages, 50 documents, a transcript.
+ */
 function benchWorkspace(organization: string) {
   const words = "status update about the rover wheels and the next test campaign ";
   return {
@@ -71,7 +75,24 @@ function benchWorkspace(organization: string) {
               ...Array.from({ length: 40 }, (_, i) => `- item ${i + 1}: ${words.trim()}`),
             ].join("\n"),
           },
+          // 39 more, three levels deep: 3 sections of 3 chapters of 3 notes each.
+          ...Array.from({ length: 3 }, (_, a) => ({
+            title: `Section ${a + 1}`,
+            children: Array.from({ length: 3 }, (_, b) => ({
+              title: `Chapter ${a + 1}.${b + 1}`,
+              children: Array.from({ length: 3 }, (_, c) => ({
+                title: `Note ${a + 1}.${b + 1}.${c + 1}`,
+              })),
+            })),
+          })),
         ],
+        documents: Array.from({ length: 50 }, (_, i) => ({
+          category: i % 2 === 0 ? "documentation" : "research",
+          kind: "link",
+          title: `Reference ${i + 1}`,
+          description: `About ${words.trim()}`,
+          url: `https://docs.example.com/rover/${i + 1}`,
+        })),
         meetings: [
           {
             title: "Review",
@@ -105,6 +126,16 @@ function endpointsOf(imported: {
       name: "GET /projects/{slug}/tasks (100)",
       method: "GET",
       path: "/api/v1/projects/rover/tasks",
+    },
+    {
+      name: "GET /projects/{slug}/pages (40)",
+      method: "GET",
+      path: "/api/v1/projects/rover/pages",
+    },
+    {
+      name: "GET /projects/{slug}/documents (50)",
+      method: "GET",
+      path: "/api/v1/projects/rover/documents",
     },
     {
       name: "GET /pages/{id} (40 items)",
@@ -209,23 +240,25 @@ export async function measureApi(
     const service = startProcess("npm", ["start"], observed.env);
     processes.push(service);
     const stopScraping = scrapeEvery15Seconds(observed.metricsUrl);
+    const serviceUrl = `http://127.0.0.1:${servicePort}`;
+    const twinUrl = `http://127.0.0.1:${twinPort}`;
+    await waitForOk(`${serviceUrl}/readyz`, service);
+    const endpoints = endpointsOf(imported);
     const twin = startProcess(process.execPath, ["--import", "tsx", "bench/twin.ts"], {
       ...env,
       PORT: String(twinPort),
       ORGANIZATION: organization,
       AUTHOR: `admin@${organization}.example`,
+      SERVICE_URL: serviceUrl,
       TOKEN: minted.token,
+      READ_PATHS: JSON.stringify(endpoints.filter((e) => e.method === "GET").map((e) => e.path)),
     });
     processes.push(twin);
-    const serviceUrl = `http://127.0.0.1:${servicePort}`;
-    const twinUrl = `http://127.0.0.1:${twinPort}`;
-    await waitForOk(`${serviceUrl}/readyz`, service);
-    await waitForOk(`${twinUrl}/api/v1/projects`, twin);
+    await waitForOk(`${twinUrl}/api/v1/me`, twin);
     const headers = {
       authorization: `Bearer ${minted.token}`,
       "content-type": "application/json",
     };
-    const endpoints = endpointsOf(imported);
     const results: EndpointResult[] = [];
     for (const endpoint of endpoints) {
       const stopSampling = samplePeakRss(service.child.pid ?? 0);

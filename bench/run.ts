@@ -61,11 +61,12 @@ log("building (npm run build), so npm start runs this checkout");
 execFileSync("npm", ["run", "--silent", "build"], { cwd: ROOT, stdio: "inherit" });
 
 async function apiPart(): Promise<string[]> {
-  log("api: production mode against the bare twin");
+  log("api: production mode against the stack's limit (bench/twin.ts)");
   const api = await measureApi(settings, log);
   const apiRows = api.endpoints.map((endpoint) => {
     const ratio = endpoint.service.requestsPerSecond / endpoint.twin.requestsPerSecond;
-    const minimum = endpoint.write ? 0.5 : 0.7;
+    // A read against stored answers from one indexed lookup; the write against its own INSERTs.
+    const minimum = endpoint.write ? 0.8 : 0.85;
     check(
       `${endpoint.name}: req/s ratio to the twin`,
       fixed(ratio, 2),
@@ -74,7 +75,7 @@ async function apiPart(): Promise<string[]> {
     );
     if (!endpoint.write) {
       const p99 = endpoint.service.p99 / endpoint.twin.p99;
-      check(`${endpoint.name}: p99 over the twin's`, fixed(p99, 2), "<= 2", p99 <= 2);
+      check(`${endpoint.name}: p99 over the twin's`, fixed(p99, 2), "<= 1.5", p99 <= 1.5);
     }
     return `| \`${endpoint.name}\` | ${fixed(endpoint.service.requestsPerSecond)} | ${fixed(endpoint.twin.requestsPerSecond)} | ${fixed(ratio, 2)} | ${endpoint.service.p50} | ${endpoint.twin.p50} | ${endpoint.service.p99} | ${endpoint.twin.p99} | ${fixed(endpoint.peakRssMiB)} |`;
   });
@@ -127,7 +128,7 @@ async function embeddedPart() {
 async function pipelinePart(): Promise<PipelineResults> {
   log("pipeline: webhooks on a local receiver");
   const pipeline = await measurePipeline(settings, log);
-  const latency = (mode: string, measured: PipelineResults["steady"]) => {
+  const latency = (mode: string, measured: PipelineResults["steady"], p99Limit: number) => {
     check(
       `${mode}: commit → arrival p50`,
       `${fixed(measured.p50, 1)} ms`,
@@ -143,8 +144,8 @@ async function pipelinePart(): Promise<PipelineResults> {
     check(
       `${mode}: commit → arrival p99`,
       `${fixed(measured.p99, 1)} ms`,
-      "< 150 ms",
-      measured.p99 < 150,
+      `<= ${p99Limit} ms`,
+      measured.p99 <= p99Limit,
     );
   };
   const nothingLost = (
@@ -159,7 +160,7 @@ async function pipelinePart(): Promise<PipelineResults> {
     );
     check(`${phase}: deliveries sent twice`, String(counts.sentTwice), "0", counts.sentTwice === 0);
   };
-  latency(`pipeline, ${STEADY_LABEL}`, pipeline.steady);
+  latency(`pipeline, ${STEADY_LABEL}`, pipeline.steady, 60);
   nothingLost(`pipeline, ${STEADY_LABEL}`, pipeline.steady);
   // Issue 23: one receiver that never answers leaves the others' latency alone.
   const silent = "pipeline, 1 of 10 webhooks never answers, the healthy 9";
@@ -174,8 +175,8 @@ async function pipelinePart(): Promise<PipelineResults> {
   check(
     "pipeline, burst of 300 writes × 10 webhooks: deliveries/s",
     fixed(pipeline.burst.deliveriesPerSecond),
-    ">= 1500",
-    pipeline.burst.deliveriesPerSecond >= 1500,
+    ">= 2500",
+    pipeline.burst.deliveriesPerSecond >= 2500,
   );
   nothingLost("pipeline, burst", pipeline.burst);
   check(
@@ -185,7 +186,7 @@ async function pipelinePart(): Promise<PipelineResults> {
     pipeline.retryPass.seconds < 30,
   );
   nothingLost("pipeline, daily pass", pipeline.retryPass);
-  latency("pipeline, embedded, 20 writes/s", pipeline.embedded);
+  latency("pipeline, embedded, 20 writes/s", pipeline.embedded, 150);
   nothingLost("pipeline, embedded", pipeline.embedded);
   return pipeline;
 }

@@ -1,15 +1,16 @@
 /**
- * The bare twin: a plain Fastify server on a pg pool of the service's size, answering the
- * bench's URLs with the same JSON bytes, each from one SQL query (the write: one transaction
- * with the same two INSERTs), with no auth, no rate limit and no validation. It is the stack's
- * own limit on this machine, measured in the same run as the service.
+ * The stack's limit, measured in the same run as the service: a bare Fastify server on a pg pool
+ * of the service's size, with no auth, rate limit or validation.
+ * - A read answers its URL with the finished JSON from one lookup on a primary key: at start the
+ *   twin asks the service once for each of READ_PATHS and stores the bytes in a table keyed by
+ *   path.
+ * - The write runs the service's two INSERTs (the task and its change event) in one transaction.
  *
- * Environment: DATABASE_URL, PORT, ORGANIZATION (slug), AUTHOR (email), TOKEN (for /me).
+ * Environment: DATABASE_URL, PORT, ORGANIZATION (slug), AUTHOR (email), SERVICE_URL, TOKEN (the
+ * service's, for taking its answers), READ_PATHS (a JSON array).
  */
-import { createHash } from "node:crypto";
 import Fastify from "fastify";
 import pg from "pg";
-import { richTextToPlainText } from "../src/richtext/plain-text.js";
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -17,11 +18,7 @@ const env = (name: string): string => {
   return value;
 };
 
-// Dates as the API prints them (YYYY-MM-DD), not as midnight Date objects.
-pg.types.setTypeParser(pg.types.builtins.DATE, (value) => value);
-
 const pool = new pg.Pool({ connectionString: env("DATABASE_URL"), max: 10 });
-const tokenHash = createHash("sha256").update(env("TOKEN")).digest("hex");
 const ids = await pool.query<{ organization_id: string; author_id: string }>(
   `select o.id as organization_id, u.id as author_id
    from organizations o, users u where o.slug = $1 and lower(u.email) = lower($2)`,
@@ -30,92 +27,34 @@ const ids = await pool.query<{ organization_id: string; author_id: string }>(
 const { organization_id: organizationId, author_id: authorId } = ids.rows[0] ?? {};
 if (organizationId === undefined || authorId === undefined) throw new Error("no bench fixture");
 
-const iso = (value: Date | null) => (value === null ? null : value.toISOString());
+await pool.query(
+  "create table if not exists bench_limit_answers (path text primary key, body text not null)",
+);
+for (const path of JSON.parse(env("READ_PATHS")) as string[]) {
+  const answer = await fetch(`${env("SERVICE_URL")}${path}`, {
+    headers: { authorization: `Bearer ${env("TOKEN")}` },
+  });
+  const body = await answer.text();
+  if (answer.status !== 200) throw new Error(`GET ${path}: ${answer.status} ${body.slice(0, 300)}`);
+  await pool.query(
+    `insert into bench_limit_answers (path, body) values ($1, $2)
+     on conflict (path) do update set body = excluded.body`,
+    [path, body],
+  );
+}
+
 const ok = (data: unknown) => JSON.stringify({ ok: true, data });
 const app = Fastify({ logger: false });
 
-app.get("/api/v1/me", async (_request, reply) => {
-  const { rows } = await pool.query(
-    `select o.id, o.slug, o.name, t.scopes from api_tokens t
-     join organizations o on o.id = t.organization_id where t.token_hash = $1`,
-    [tokenHash],
-  );
+app.get("*", async (request, reply) => {
+  const { rows } = await pool.query<{ body: string }>({
+    name: "limit_answer",
+    text: "select body from bench_limit_answers where path = $1",
+    values: [request.url],
+  });
   const row = rows[0];
-  return reply.type("application/json; charset=utf-8").send(
-    ok({
-      organization: { id: row.id, slug: row.slug, name: row.name },
-      scopes: row.scopes,
-      pluginId: null,
-    }),
-  );
-});
-
-app.get("/api/v1/projects", async (_request, reply) => {
-  const { rows } = await pool.query(
-    `select slug, name, status, visibility, description, start_date, target_date from projects
-     where organization_id = $1 and visibility = 'org' order by name, slug`,
-    [organizationId],
-  );
-  const data = rows.map((row) => ({
-    slug: row.slug,
-    name: row.name,
-    status: row.status,
-    visibility: row.visibility,
-    description: row.description,
-    startDate: row.start_date,
-    targetDate: row.target_date,
-  }));
-  return reply.type("application/json; charset=utf-8").send(ok(data));
-});
-
-app.get<{ Params: { slug: string } }>("/api/v1/projects/:slug/tasks", async (request, reply) => {
-  const { rows } = await pool.query(
-    `select t.title, t.status, t.priority, t.due_date, t.description from tasks t
-     join projects p on p.id = t.project_id
-     where p.organization_id = $1 and p.slug = $2 and p.visibility = 'org' order by t.sequence`,
-    [organizationId, request.params.slug],
-  );
-  const data = rows.map((row) => ({
-    title: row.title,
-    status: row.status,
-    priority: row.priority,
-    targetDate: row.due_date,
-    description: row.description,
-  }));
-  return reply.type("application/json; charset=utf-8").send(ok(data));
-});
-
-app.get<{ Params: { id: string } }>("/api/v1/pages/:id", async (request, reply) => {
-  const { rows } = await pool.query(
-    `select p.id, p.parent_id, p.title, p.body, p.updated_at, p.updated_by from pages p
-     join projects pr on pr.id = p.project_id
-     where p.id = $1 and pr.organization_id = $2 and pr.visibility = 'org'`,
-    [request.params.id, organizationId],
-  );
-  const row = rows[0];
-  return reply.type("application/json; charset=utf-8").send(
-    ok({
-      id: row.id,
-      parentId: row.parent_id,
-      title: row.title,
-      text: richTextToPlainText(row.body),
-      updatedAt: iso(row.updated_at),
-      updatedBy: row.updated_by,
-    }),
-  );
-});
-
-app.get<{ Params: { id: string } }>("/api/v1/meetings/:id/transcript", async (request, reply) => {
-  const { rows } = await pool.query(
-    `select t.status, substr(t.text, 1, 200000) as text, char_length(t.text) > 200000 as truncated
-     from meetings m join transcripts t on t.meeting_id = m.id
-     where m.id = $1 and m.organization_id = $2 and m.audience = 'org'`,
-    [request.params.id, organizationId],
-  );
-  const row = rows[0];
-  return reply
-    .type("application/json; charset=utf-8")
-    .send(ok({ status: row.status, text: row.text, truncated: row.truncated }));
+  if (row === undefined) return reply.code(404).send();
+  return reply.type("application/json; charset=utf-8").send(row.body);
 });
 
 app.post<{ Params: { slug: string }; Body: { title: string } }>(
