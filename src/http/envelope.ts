@@ -1,5 +1,7 @@
+import type { FastifyReply } from "fastify";
 import { z } from "zod";
 import { errorCode } from "../core/errors.js";
+import type { JsonText } from "../db/json-rows.js";
 
 export const failureEnvelope = z
   .object({
@@ -17,4 +19,9 @@ export function successEnvelope<T extends z.ZodType>(data: T) {
 
 export function ok<T>(data: T): { ok: true; data: T } {
   return { ok: true, data };
+}
+
+/** The success envelope around data that Postgres wrote as JSON text, sent without parsing it. */
+export function sendJsonData<T>(reply: FastifyReply, data: JsonText<T>): FastifyReply {
+  return reply.type("application/json; charset=utf-8").send(`{"ok":true,"data":${data}}`);
 }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
 import { organizationOf, writerOf } from "../../http/auth.js";
-import { ok } from "../../http/envelope.js";
+import { ok, sendJsonData } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { withWriteEffect } from "../change-events/write-effects.js";
 import {
@@ -33,8 +33,11 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
       querystring: documentListQuery,
       data: z.array(documentSchema),
     }),
-    async (request) =>
-      ok(await listDocuments(app.db, organizationOf(request), { kind: "team" }, request.query)),
+    async (request, reply) =>
+      sendJsonData(
+        reply,
+        await listDocuments(app.db, organizationOf(request), { kind: "team" }, request.query),
+      ),
   );
 
   app.get(
@@ -49,8 +52,9 @@ export const documentRoutes: FastifyPluginAsyncZod = async (app) => {
       querystring: documentListQuery,
       data: z.array(documentSchema),
     }),
-    async (request) =>
-      ok(
+    async (request, reply) =>
+      sendJsonData(
+        reply,
         await listDocuments(
           app.db,
           organizationOf(request),

@@ -1,14 +1,14 @@
-import { and, desc, eq, isNull, or, sql } from "drizzle-orm";
+import { and, desc, eq, isNull, or, type SQL, sql } from "drizzle-orm";
 import { NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
-import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { isoDateTimeOf, type JsonText, jsonArrayOf } from "../../db/json-rows.js";
 import { prepared } from "../../db/prepared.js";
 import { assertRowReturned } from "../../db/returned-row.js";
-import { documentCategory, documents, projects } from "../../db/schema/index.js";
+import { documentCategory, documents, organizations, projects } from "../../db/schema/index.js";
 import { creationDiff, diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
 import {
-  itemsOfVisibleProject,
+  PROJECT_NOT_FOUND,
   refuseImpossibleSlug,
   visibleProjectBySlug,
   visibleProjectId,
@@ -36,7 +36,7 @@ const documentColumns = {
   byteSize: documents.byteSize,
   contentType: documents.contentType,
   uploadedBy: documents.uploadedBy,
-  createdAt: documents.createdAt,
+  createdAt: isoDateTimeOf(documents.createdAt),
 };
 
 /** Which library: the team-level one (no project) or a visible project's. */
@@ -56,53 +56,49 @@ const inCategory = or(
   eq(documents.category, category),
 );
 
+const libraryOf = (where: SQL | undefined) =>
+  jsonArrayOf<LibraryDocument>(documentColumns, {
+    from: documents,
+    where: and(where, inCategory),
+    orderBy: newestFirst,
+  });
+
 const teamLibrary = prepared((db) =>
   db
-    .select(documentColumns)
-    .from(documents)
-    .where(
-      and(
-        eq(documents.organizationId, sql.placeholder("organizationId")),
-        isNull(documents.projectId),
-        inCategory,
+    .select({
+      documents: libraryOf(
+        and(eq(documents.organizationId, organizations.id), isNull(documents.projectId)),
       ),
-    )
-    .orderBy(...newestFirst)
+    })
+    .from(organizations)
+    .where(eq(organizations.id, sql.placeholder("organizationId")))
     .prepare("list_team_documents"),
 );
 
 const projectLibrary = prepared((db) =>
   db
-    .select({ document: documentColumns })
+    .select({ documents: libraryOf(eq(documents.projectId, projects.id)) })
     .from(projects)
-    .leftJoin(documents, and(eq(documents.projectId, projects.id), inCategory))
     .where(visibleProjectBySlug)
-    .orderBy(...newestFirst)
     .prepare("list_project_documents"),
 );
 
-async function libraryRows(
-  db: Db,
-  organizationId: string,
-  library: Library,
-  filter: DocumentFilter,
-) {
-  const values = { organizationId, category: filter.category ?? null };
-  if (library.kind === "team") return teamLibrary(db).execute(values);
-  refuseImpossibleSlug(library.slug);
-  const rows = await projectLibrary(db).execute({ ...values, slug: library.slug });
-  return itemsOfVisibleProject(rows, "document");
-}
-
-/** One query for either library, newest first. */
+/** One query for either library, newest first, as JSON text. */
 export async function listDocuments(
   db: Db,
   organizationId: string,
   library: Library,
   filter: DocumentFilter,
-): Promise<LibraryDocument[]> {
-  const rows = await libraryRows(db, organizationId, library, filter);
-  return rows.map((row) => ({ ...row, createdAt: toIsoDateTime(row.createdAt) }));
+): Promise<JsonText<LibraryDocument[]>> {
+  const values = { organizationId, category: filter.category ?? null };
+  if (library.kind === "team") {
+    const [organization] = await teamLibrary(db).execute(values);
+    return organization?.documents ?? "[]";
+  }
+  refuseImpossibleSlug(library.slug);
+  const [project] = await projectLibrary(db).execute({ ...values, slug: library.slug });
+  if (project === undefined) throw new NotFound(PROJECT_NOT_FOUND);
+  return project.documents;
 }
 
 /** Files a link (uploads stay in the application): kind `link`, uploaded by the author. */

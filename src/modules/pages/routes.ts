@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
 import { organizationOf, writerOf } from "../../http/auth.js";
-import { ok } from "../../http/envelope.js";
+import { ok, sendJsonData } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { withWriteEffect } from "../change-events/write-effects.js";
 import {
@@ -36,7 +36,8 @@ export const pageRoutes: FastifyPluginAsyncZod = async (app) => {
       params: projectSlugParams,
       data: z.array(pageSummarySchema),
     }),
-    async (request) => ok(await listPages(app.db, organizationOf(request), request.params.slug)),
+    async (request, reply) =>
+      sendJsonData(reply, await listPages(app.db, organizationOf(request), request.params.slug)),
   );
 
   app.get(

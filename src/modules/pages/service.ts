@@ -1,8 +1,9 @@
-import { and, asc, desc, eq, isNull, notInArray, type Placeholder, sql } from "drizzle-orm";
+import { and, desc, eq, isNull, notInArray, type Placeholder, sql } from "drizzle-orm";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { isoDateTimeOf, type JsonText } from "../../db/json-rows.js";
 import { prepared } from "../../db/prepared.js";
 import { assertRowReturned } from "../../db/returned-row.js";
 import { pageRevisions, pages, projects } from "../../db/schema/index.js";
@@ -11,7 +12,6 @@ import type { MarkdownPool } from "../../richtext/markdown-pool.js";
 import { emptyRichText, type RichTextDoc } from "../../richtext/types.js";
 import { creationDiff, diffOf, recordChangeEvent } from "../change-events/service.js";
 import {
-  itemsOfVisibleProject,
   PROJECT_NOT_FOUND,
   refuseImpossibleSlug,
   visibleProjectBySlug,
@@ -31,77 +31,55 @@ import type {
 // UUID (params validation): the answer must not tell them apart.
 const PAGE_NOT_FOUND = "Not found";
 
-type TreeRow = {
-  id: string;
-  parentId: string | null;
-  title: string;
-  position: number;
-  updatedAt: Date;
-};
-
+// The tree in depth-first pre-order, written as JSON by Postgres. Each page's path is the list of
+// its ancestors' and its own sort keys (position, title, creation order), and a path sorts right
+// after its parent's. A page whose parent is outside the project is shown at the top. Only a
+// parent cycle (never written by this service) leaves pages unreached; they are listed last.
 const pageTree = prepared((db) =>
   db
     .select({
-      page: {
-        id: pages.id,
-        parentId: pages.parentId,
-        title: pages.title,
-        position: pages.position,
-        updatedAt: pages.updatedAt,
-      },
+      pages: sql<JsonText<PageSummary[]>>`(
+        with recursive project_pages as (
+          select id, parent_id, title, position, sequence, updated_at
+          from pages where pages.project_id = projects.id
+        ), walk as (
+          select page.*, array[row(page.position, page.title, page.sequence)] as path
+          from project_pages page
+          where page.parent_id is null
+            or not exists (select from project_pages parent where parent.id = page.parent_id)
+          union all
+          select child.*, walk.path || row(child.position, child.title, child.sequence)
+          from project_pages child join walk on child.parent_id = walk.id
+        ), tree as (
+          select walk.*, false as unreached from walk
+          union all
+          select page.*, array[row(page.position, page.title, page.sequence)], true
+          from project_pages page where page.id not in (select id from walk)
+        )
+        select coalesce(array_to_json(array_agg((
+          select r from (
+            select tree.id, tree.parent_id as "parentId", tree.title, tree.position,
+              ${isoDateTimeOf(sql`tree.updated_at`)} as "updatedAt"
+          ) r
+        ) order by tree.unreached, tree.path))::text, '[]')
+        from tree
+      )`,
     })
     .from(projects)
-    .leftJoin(pages, eq(pages.projectId, projects.id))
     .where(visibleProjectBySlug)
-    .orderBy(asc(pages.position), asc(pages.title), asc(pages.sequence))
     .prepare("list_pages"),
 );
 
-/**
- * The tree in depth-first pre-order: every page comes right after its parent and before its
- * next sibling; siblings by position, then title, then creation order. One query over the
- * visible project and its pages (no bodies).
- */
+/** The visible project's page tree in depth-first pre-order, without bodies, as JSON text. */
 export async function listPages(
   db: Db,
   organizationId: string,
   slug: string,
-): Promise<PageSummary[]> {
+): Promise<JsonText<PageSummary[]>> {
   refuseImpossibleSlug(slug);
-  const rows = itemsOfVisibleProject(await pageTree(db).execute({ organizationId, slug }), "page");
-  return inTreeOrder(rows).map((row) => ({ ...row, updatedAt: toIsoDateTime(row.updatedAt) }));
-}
-
-/** Pre-order walk over rows already sorted in sibling order; iterative, so depth is no limit. */
-function inTreeOrder(rows: readonly TreeRow[]): TreeRow[] {
-  const ids = new Set(rows.map((row) => row.id));
-  const childrenOf = new Map<string | null, TreeRow[]>();
-  for (const row of rows) {
-    // A parent outside the set cannot occur through the API; such a page is shown at the top.
-    const parent = row.parentId !== null && ids.has(row.parentId) ? row.parentId : null;
-    const siblings = childrenOf.get(parent);
-    if (siblings === undefined) childrenOf.set(parent, [row]);
-    else siblings.push(row);
-  }
-  const ordered: TreeRow[] = [];
-  const visited = new Set<string>();
-  const walk = (roots: readonly TreeRow[]) => {
-    const stack = [...roots].reverse();
-    for (let row = stack.pop(); row !== undefined; row = stack.pop()) {
-      if (visited.has(row.id)) continue;
-      visited.add(row.id);
-      ordered.push(row);
-      const children = childrenOf.get(row.id) ?? [];
-      for (let i = children.length - 1; i >= 0; i--) {
-        const child = children[i];
-        if (child !== undefined) stack.push(child);
-      }
-    }
-  };
-  walk(childrenOf.get(null) ?? []);
-  // Only a parent cycle (never written by this service) leaves rows unreached; list them last.
-  if (ordered.length < rows.length) walk(rows.filter((row) => !visited.has(row.id)));
-  return ordered;
+  const [project] = await pageTree(db).execute({ organizationId, slug });
+  if (project === undefined) throw new NotFound(PROJECT_NOT_FOUND);
+  return project.pages;
 }
 
 /** Pages of visible projects only: the project condition is part of every page lookup. */

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
 import { organizationOf } from "../../http/auth.js";
-import { ok } from "../../http/envelope.js";
+import { ok, sendJsonData } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { projectDetailSchema, projectSchema } from "./schemas.js";
 import { getProject, listProjects } from "./service.js";
@@ -18,7 +18,8 @@ export const projectRoutes: FastifyPluginAsyncZod = async (app) => {
       tags: ["Projects"],
       data: z.array(projectSchema),
     }),
-    async (request) => ok(await listProjects(app.db, organizationOf(request))),
+    async (request, reply) =>
+      sendJsonData(reply, await listProjects(app.db, organizationOf(request))),
   );
 
   app.get(

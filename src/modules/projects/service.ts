@@ -1,9 +1,10 @@
-import { and, asc, eq, type Placeholder, sql } from "drizzle-orm";
+import { and, asc, eq, type Placeholder, type SQLWrapper, sql } from "drizzle-orm";
 import { NotFound } from "../../core/errors.js";
 import { SLUG_PATTERN } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { type JsonText, jsonArrayOf } from "../../db/json-rows.js";
 import { prepared } from "../../db/prepared.js";
-import { projects } from "../../db/schema/index.js";
+import { organizations, projects } from "../../db/schema/index.js";
 import type { Project, ProjectDetail } from "./schemas.js";
 
 // One message for unknown, private and foreign projects: the answer must not tell them apart.
@@ -20,7 +21,7 @@ const projectColumns = {
 };
 
 /** Projects the API may see: in the organisation and not private. */
-export function visibleProjectsOf(organizationId: string | Placeholder) {
+export function visibleProjectsOf(organizationId: string | Placeholder | SQLWrapper) {
   return and(eq(projects.organizationId, organizationId), eq(projects.visibility, "org"));
 }
 
@@ -48,15 +49,22 @@ export function itemsOfVisibleProject<K extends string, T>(
 
 const projectList = prepared((db) =>
   db
-    .select(projectColumns)
-    .from(projects)
-    .where(visibleProjectsOf(sql.placeholder("organizationId")))
-    .orderBy(asc(projects.name), asc(projects.slug))
+    .select({
+      projects: jsonArrayOf<Project>(projectColumns, {
+        from: projects,
+        where: visibleProjectsOf(organizations.id),
+        orderBy: [asc(projects.name), asc(projects.slug)],
+      }),
+    })
+    .from(organizations)
+    .where(eq(organizations.id, sql.placeholder("organizationId")))
     .prepare("list_projects"),
 );
 
-export async function listProjects(db: Db, organizationId: string): Promise<Project[]> {
-  return projectList(db).execute({ organizationId });
+/** The organisation's visible projects by name, as JSON text. */
+export async function listProjects(db: Db, organizationId: string): Promise<JsonText<Project[]>> {
+  const [organization] = await projectList(db).execute({ organizationId });
+  return organization?.projects ?? "[]";
 }
 
 /** A slug of a shape no project has is unknown without asking the database. */

@@ -2,12 +2,12 @@ import { and, asc, eq, type SQL, sql } from "drizzle-orm";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import { type Db, rowsOf } from "../../db/client.js";
+import { type JsonText, jsonArrayOf } from "../../db/json-rows.js";
 import { prepared } from "../../db/prepared.js";
 import { changeEvents, projects, tasks } from "../../db/schema/index.js";
 import { catalogueEntry } from "../change-events/catalogue.js";
 import { diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
 import {
-  itemsOfVisibleProject,
   PROJECT_NOT_FOUND,
   refuseImpossibleSlug,
   visibleProjectBySlug,
@@ -24,25 +24,32 @@ const TASK_NOT_FOUND = new NotFound().message;
 const taskList = prepared((db) =>
   db
     .select({
-      task: {
-        title: tasks.title,
-        status: tasks.status,
-        priority: tasks.priority,
-        targetDate: tasks.dueDate,
-        description: tasks.description,
-      },
+      tasks: jsonArrayOf<Task>(
+        {
+          title: tasks.title,
+          status: tasks.status,
+          priority: tasks.priority,
+          targetDate: tasks.dueDate,
+          description: tasks.description,
+        },
+        { from: tasks, where: eq(tasks.projectId, projects.id), orderBy: [asc(tasks.sequence)] },
+      ),
     })
     .from(projects)
-    .leftJoin(tasks, eq(tasks.projectId, projects.id))
     .where(visibleProjectBySlug)
-    .orderBy(asc(tasks.sequence))
     .prepare("list_tasks"),
 );
 
-/** One query: the visible project's tasks in creation order (oldest first). */
-export async function listTasks(db: Db, organizationId: string, slug: string): Promise<Task[]> {
+/** One query: the visible project's tasks in creation order (oldest first), as JSON text. */
+export async function listTasks(
+  db: Db,
+  organizationId: string,
+  slug: string,
+): Promise<JsonText<Task[]>> {
   refuseImpossibleSlug(slug);
-  return itemsOfVisibleProject(await taskList(db).execute({ organizationId, slug }), "task");
+  const [project] = await taskList(db).execute({ organizationId, slug });
+  if (project === undefined) throw new NotFound(PROJECT_NOT_FOUND);
+  return project.tasks;
 }
 
 /**
