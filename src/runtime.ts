@@ -54,11 +54,12 @@ export async function openDatabase(
 async function connectRedis(redisUrl: string, tracer: Tracer | undefined): Promise<Redis> {
   const Redis = (await import("./queue/traced-redis.js")).redisClientClass(tracer);
   // Request-path commands (rate limit, readiness) fail fast while Redis is away, and have their
-  // deadlines (RequestPathRedis) while it stalls.
+  // deadlines (RequestPathRedis) while it stalls. Those of one event-loop turn share a write.
   const redis = new Redis(redisUrl, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
+    enableAutoPipelining: true,
   });
   redis.on("error", () => {});
   await redis.connect();
