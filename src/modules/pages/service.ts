@@ -56,13 +56,11 @@ const pageTree = prepared((db) =>
           select page.*, array[row(page.position, page.title, page.sequence)], true
           from project_pages page where page.id not in (select id from walk)
         )
-        select coalesce(array_to_json(array_agg((
-          select r from (
-            select tree.id, tree.parent_id as "parentId", tree.title, tree.position,
-              ${isoDateTimeOf(sql`tree.updated_at`)} as "updatedAt"
-          ) r
-        ) order by tree.unreached, tree.path))::text, '[]')
-        from tree
+        select coalesce(array_to_json(array_agg(r))::text, '[]') from (
+          select tree.id, tree.parent_id as "parentId", tree.title, tree.position,
+            ${isoDateTimeOf(sql`tree.updated_at`)} as "updatedAt"
+          from tree order by tree.unreached, tree.path
+        ) r
       )`,
     })
     .from(projects)
