@@ -210,6 +210,10 @@ export async function measureApi(
     PORT: String(servicePort),
     // The limit is checked on every request as in production, set high enough not to refuse.
     RATE_LIMIT_MAX: "1000000000",
+    // `READ_CACHE_MAX_CHARACTERS=0 npm run bench -- api` measures the reads with the cache off.
+    ...(process.env.READ_CACHE_MAX_CHARACTERS === undefined
+      ? {}
+      : { READ_CACHE_MAX_CHARACTERS: process.env.READ_CACHE_MAX_CHARACTERS }),
   };
   const processes: Started[] = [];
   try {

@@ -21,6 +21,7 @@ import { readinessCheck, registerHealthRoutes } from "./http/health.js";
 import { registerIdempotency } from "./http/idempotency.js";
 import { API_PREFIX, openApiOptions } from "./http/openapi.js";
 import { registerRateLimit } from "./http/rate-limit.js";
+import { ReadCache, registerReadCache } from "./http/read-cache.js";
 import { requestIdOf } from "./http/request-id.js";
 import { loggableUrl, RequestLog } from "./http/request-log.js";
 import { RequestPathRedis } from "./http/request-path-redis.js";
@@ -79,6 +80,7 @@ async function registerApi(
   deps: AppDependencies,
   redis: RequestPathRedis | undefined,
   publicClientOrigins: PublicClientOrigins,
+  readCache: ReadCache | undefined,
 ): Promise<void> {
   // Only the pages of public clients run the OAuth flow in the browser.
   const tokenEndpoint = `${API_PREFIX}${TOKEN_ENDPOINT_PATH}`;
@@ -102,7 +104,13 @@ async function registerApi(
   // Absolute addresses (under PUBLIC_URL's own path), so the page works at /docs as at /docs/.
   const apiBase = `${new URL(deps.config.publicUrl).pathname.replace(/\/$/, "")}${API_PREFIX}`;
   registerApiReference(app, apiBase);
-  for (const routes of [...moduleRoutes, webhookRoutes]) await app.register(routes);
+  // The kept answers are of the workspace's reads only: the webhook routes read tables that
+  // notify nobody.
+  await app.register(async (workspace) => {
+    if (readCache !== undefined) registerReadCache(workspace, readCache);
+    for (const routes of moduleRoutes) await workspace.register(routes);
+  });
+  await app.register(webhookRoutes);
   await app.register(oauthTokenRoutes, { config: deps.config });
 }
 
@@ -233,7 +241,13 @@ export async function buildApp(deps: AppDependencies): Promise<FastifyInstance> 
     draining() ? { ready: false, body: { status: "draining", checks: {} } } : readiness(),
   );
   const publicClientOrigins = new PublicClientOrigins(deps.database.db, deps.config.corsOrigins);
-  await app.register((api) => registerApi(api, deps, redis, publicClientOrigins), {
+  const readCache =
+    deps.config.readCache.maxCharacters > 0 ? new ReadCache(deps.config.readCache) : undefined;
+  if (readCache !== undefined) {
+    await readCache.start(deps.database);
+    app.addHook("onClose", () => readCache.stop());
+  }
+  await app.register((api) => registerApi(api, deps, redis, publicClientOrigins, readCache), {
     prefix: API_PREFIX,
   });
   await app.register(oauthMetadataRoutes, {

@@ -89,6 +89,8 @@ const environmentSchema = z.object({
   MARKDOWN_TIMEOUT_MS: positiveInt.default(2000),
   RICH_TEXT_MAX_BYTES: positiveInt.default(1_048_576),
   PAGE_REVISIONS_KEPT: positiveInt.default(20),
+  READ_CACHE_MAX_CHARACTERS: z.coerce.number().int().nonnegative().default(16_777_216),
+  READ_CACHE_MAX_AGE_MS: positiveInt.default(60_000),
   AUDIT_LOG_RETENTION_DAYS: positiveInt.default(365),
   AUDIT_LOG_PRUNE_BATCH_SIZE: positiveInt.default(1000),
   DELIVERY_LOG_RETENTION_DAYS: positiveInt.default(30),
@@ -442,6 +444,8 @@ const configSchema = environmentSchema.transform((e, context) => {
     },
     /** The newest revisions kept per page; older ones are deleted by the write that adds one. */
     pageRevisionsKept: e.PAGE_REVISIONS_KEPT,
+    /** The answers of workspace reads kept in the process; none with maxCharacters 0. */
+    readCache: { maxCharacters: e.READ_CACHE_MAX_CHARACTERS, maxAgeMs: e.READ_CACHE_MAX_AGE_MS },
     /** OpenTelemetry traces over OTLP/HTTP; undefined when off (the default). */
     tracing: tracingOf(e),
     /** The audit log: entries older than the retention are deleted by the worker's recovery loop. */

@@ -11,6 +11,56 @@ export type ChannelListener = {
 
 export type Unlisten = () => Promise<void>;
 
+/**
+ * What a process keeps of organisations' data, forgotten when `channel` names an organisation
+ * whose data changed. While the channel is not heard nothing kept may be served, and once it is
+ * heard again nothing kept before is trusted.
+ */
+export abstract class ForgettingCache {
+  /** Whether the channel is heard: only then may what is kept be served, or anything kept. */
+  protected heard = false;
+  /** Counts what may have made a value stale while the query that read it ran. */
+  protected changes = 0;
+  private unlisten: Unlisten | undefined;
+
+  protected constructor(private readonly channel: string) {}
+
+  /** Starts hearing the channel; until then nothing is served from memory. */
+  async start(database: {
+    listen(channel: string, listener: ChannelListener): Promise<Unlisten>;
+  }): Promise<void> {
+    this.unlisten = await database.listen(this.channel, {
+      onNotification: (organizationId) => this.forgetOrganization(organizationId),
+      onListening: () => {
+        this.forgetAll();
+        this.heard = true;
+      },
+      onDeaf: () => {
+        this.heard = false;
+        this.forgetAll();
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.heard = false;
+    await this.unlisten?.();
+  }
+
+  forgetOrganization(organizationId: string): void {
+    this.changes++;
+    this.dropOrganization(organizationId);
+  }
+
+  private forgetAll(): void {
+    this.changes++;
+    this.dropAll();
+  }
+
+  protected abstract dropOrganization(organizationId: string): void;
+  protected abstract dropAll(): void;
+}
+
 const FIRST_RETRY_MS = 100;
 const LAST_RETRY_MS = 5_000;
 

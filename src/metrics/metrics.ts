@@ -8,6 +8,7 @@ import {
   DELIVERY_ATTEMPT_OUTCOMES,
   type MetricsRecorder,
   RATE_LIMIT_KINDS,
+  READ_CACHE_OUTCOMES,
 } from "./recorder.js";
 
 /** The webhook pipeline as Postgres holds it, read at each scrape by a process that runs the worker. */
@@ -119,6 +120,12 @@ export async function createMetrics(deps: MetricsDependencies): Promise<Metrics>
     help: "POSTs answered with the stored response of an earlier one with the same Idempotency-Key.",
     registers: deps.serves.api ? registers : [],
   });
+  const readCacheAnswers = new client.Counter({
+    name: "read_cache_answers_total",
+    help: "Workspace reads answered from the read cache (hit) or from the database (miss).",
+    labelNames: ["outcome"],
+    registers: deps.serves.api ? registers : [],
+  });
   const authFailures = new client.Counter({
     name: "auth_failures_total",
     help: "Refused authentications, by what was missing or wrong.",
@@ -141,6 +148,7 @@ export async function createMetrics(deps: MetricsDependencies): Promise<Metrics>
   if (deps.serves.api) {
     for (const limit of RATE_LIMIT_KINDS) rateLimitRejections.inc({ limit }, 0);
     for (const kind of AUTH_FAILURE_KINDS) authFailures.inc({ kind }, 0);
+    for (const outcome of READ_CACHE_OUTCOMES) readCacheAnswers.inc({ outcome }, 0);
   }
   if (deps.serves.worker) {
     for (const outcome of DELIVERY_ATTEMPT_OUTCOMES) deliveryAttempts.inc({ outcome }, 0);
@@ -240,6 +248,7 @@ export async function createMetrics(deps: MetricsDependencies): Promise<Metrics>
     },
     countRateLimitRejection: (limit) => rateLimitRejections.inc({ limit }),
     countIdempotencyReplay: () => idempotencyReplays.inc(),
+    countReadCacheAnswer: (outcome) => readCacheAnswers.inc({ outcome }),
     countAuthFailure: (kind) => authFailures.inc({ kind }),
     countDeliveryAttempt: (outcome) => deliveryAttempts.inc({ outcome }),
     observeDeliveryLag: (seconds) => deliveryLag.observe(seconds),

@@ -35,6 +35,11 @@ export type RateLimitKind = "api" | "pages" | "auth_failures";
 
 export const RATE_LIMIT_KINDS: readonly RateLimitKind[] = ["api", "pages", "auth_failures"];
 
+/** Whether a workspace read was answered from the read cache. */
+export type ReadCacheOutcome = "hit" | "miss";
+
+export const READ_CACHE_OUTCOMES: readonly ReadCacheOutcome[] = ["hit", "miss"];
+
 /**
  * What the code paths that count are handed. Label values are from the closed sets above or a
  * route pattern, never an id, a token, a raw URL or an organisation.
@@ -45,6 +50,7 @@ export type MetricsRecorder = {
   observeRequest(method: string, route: string, statusCode: number, seconds: number): void;
   countRateLimitRejection(limit: RateLimitKind): void;
   countIdempotencyReplay(): void;
+  countReadCacheAnswer(outcome: ReadCacheOutcome): void;
   countAuthFailure(kind: AuthFailureKind): void;
   countDeliveryAttempt(outcome: DeliveryAttemptOutcome): void;
   /** From the change event's commit to the receiver's 2xx. */
@@ -59,6 +65,7 @@ export const NO_METRICS: MetricsRecorder = Object.freeze({
   observeRequest: ignore,
   countRateLimitRejection: ignore,
   countIdempotencyReplay: ignore,
+  countReadCacheAnswer: ignore,
   countAuthFailure: ignore,
   countDeliveryAttempt: ignore,
   observeDeliveryLag: ignore,

@@ -125,6 +125,7 @@ describe("the metrics listener of each process kind", () => {
   it("times every answer by route pattern, refusals included, and counts them", async () => {
     const secretPath = `nope-${randomBytes(6).toString("hex")}`;
     expect((await call(`${serve.url}/api/v1/projects/rover`, { token })).status).toBe(200);
+    expect((await call(`${serve.url}/api/v1/projects/rover`, { token })).status).toBe(200);
     expect((await call(`${serve.url}/api/v1/projects`)).status).toBe(401);
     expect((await call(`${serve.url}/api/v1/projects`, { token: "svc_live_nope" })).status).toBe(
       401,
@@ -168,7 +169,7 @@ describe("the metrics listener of each process kind", () => {
         text,
         `http_server_request_duration_seconds_count{method="${method}",route="${route}",status_code="${status}"}`,
       );
-    expect(count("/api/v1/projects/:slug", "GET", 200)).toBe(1);
+    expect(count("/api/v1/projects/:slug", "GET", 200)).toBe(2);
     expect(count("/api/v1/projects", "GET", 401)).toBe(2);
     expect(count("/api/v1/projects/:slug/tasks", "POST", 400)).toBe(1);
     expect(count("/api/v1/projects/:slug/tasks", "POST", 403)).toBe(1);
@@ -181,6 +182,8 @@ describe("the metrics listener of each process kind", () => {
     expect(sample(text, 'auth_failures_total{kind="sign_in"}')).toBe(1);
     expect(sample(text, 'rate_limit_rejections_total{limit="api"}')).toBe(1);
     expect(sample(text, "idempotency_replays_total")).toBe(1);
+    expect(sample(text, 'read_cache_answers_total{outcome="miss"}')).toBeGreaterThanOrEqual(1);
+    expect(sample(text, 'read_cache_answers_total{outcome="hit"}')).toBeGreaterThanOrEqual(1);
     expect(sample(text, "postgres_pool_connections")).toBeGreaterThan(0);
     expect(sample(text, "redis_up")).toBe(1);
     expect(sample(text, "nodejs_eventloop_lag_seconds")).toBeGreaterThanOrEqual(0);

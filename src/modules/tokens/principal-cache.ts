@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { Principal } from "../../core/principal.js";
-import type { Database, Db } from "../../db/client.js";
+import type { Db } from "../../db/client.js";
+import { ForgettingCache } from "../../db/notifications.js";
 import { findLiveToken, recordTokenUse, tokenHashOf } from "./service.js";
 
 /** The channel the migrations' triggers notify when principals of an organisation change. */
@@ -25,36 +26,14 @@ type Entry = {
  * holds: triggers notify `principals_changed`, and while that channel is not heard nothing is
  * served from memory (docs/architecture.md, "Principal cache").
  */
-export class PrincipalCache {
+export class PrincipalCache extends ForgettingCache {
   private readonly entries = new Map<string, Entry>();
-  private listening = false;
-  /** Counts what may have made a looked-up principal stale while its query ran. */
-  private changes = 0;
-  private unlisten: (() => Promise<void>) | undefined;
 
   constructor(
     private readonly db: Db,
     private readonly logger: Pick<Logger, "warn">,
-  ) {}
-
-  /** Starts hearing invalidations; until then every lookup goes to the database. */
-  async start(database: Pick<Database, "listen">): Promise<void> {
-    this.unlisten = await database.listen(PRINCIPALS_CHANGED, {
-      onNotification: (organizationId) => this.forgetOrganization(organizationId),
-      onListening: () => {
-        this.forgetAll();
-        this.listening = true;
-      },
-      onDeaf: () => {
-        this.listening = false;
-        this.forgetAll();
-      },
-    });
-  }
-
-  async stop(): Promise<void> {
-    this.listening = false;
-    await this.unlisten?.();
+  ) {
+    super(PRINCIPALS_CHANGED);
   }
 
   /** The principal of a presented token, or null when it is not a live token. */
@@ -63,7 +42,7 @@ export class PrincipalCache {
     if (hash === null) return null;
     const now = Date.now();
     const cached = this.entries.get(hash);
-    if (cached !== undefined && this.listening && this.isFresh(cached, now)) {
+    if (cached !== undefined && this.heard && this.isFresh(cached, now)) {
       this.recordUseWhenDue(cached, now);
       return cached.principal;
     }
@@ -81,21 +60,19 @@ export class PrincipalCache {
       cachedAt: now,
       lastUseRecordedAt: live.lastUsedAt?.getTime() ?? 0,
     };
-    if (this.listening && this.changes === changesBefore) this.remember(hash, entry);
+    if (this.heard && this.changes === changesBefore) this.remember(hash, entry);
     this.recordUseWhenDue(entry, now);
     return live.principal;
   }
 
-  /** Drops every principal of the organisation: something about its tokens changed. */
-  forgetOrganization(organizationId: string): void {
-    this.changes++;
+  /** Something about the organisation's tokens changed. */
+  protected dropOrganization(organizationId: string): void {
     for (const [hash, entry] of this.entries) {
       if (entry.principal.organization.id === organizationId) this.entries.delete(hash);
     }
   }
 
-  private forgetAll(): void {
-    this.changes++;
+  protected dropAll(): void {
     this.entries.clear();
   }
 
