@@ -27,6 +27,10 @@ BEGIN
   -- Not found only for a row deleted with its parent, whose own row notified already.
   IF organization IS NOT NULL THEN
     PERFORM pg_notify('workspace_changed', organization::text);
+    -- The service's own connections hear it before the write returns (src/db/notifications.ts).
+    IF current_setting('workspace_service.hear_own_writes', true) = 'on' THEN
+      RAISE NOTICE 'workspace_changed' USING DETAIL = organization::text;
+    END IF;
   END IF;
   RETURN NULL;
 END $$;

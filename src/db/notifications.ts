@@ -61,6 +61,12 @@ export abstract class ForgettingCache {
   protected abstract dropAll(): void;
 }
 
+/**
+ * The session setting under which the migrations' triggers raise, beside each notification, a
+ * notice to the session that made the change (`hearWritesThrough`).
+ */
+const HEAR_OWN_WRITES = "workspace_service.hear_own_writes";
+
 const FIRST_RETRY_MS = 100;
 const LAST_RETRY_MS = 5_000;
 
@@ -71,6 +77,8 @@ const LAST_RETRY_MS = 5_000;
  */
 export class PostgresListener {
   private readonly channels = new Map<string, Set<ChannelListener>>();
+  /** What each pooled connection heard of its own writes since it was taken from the pool. */
+  private readonly ownWrites = new WeakMap<pg.ClientBase, Map<string, pg.Notification>>();
   private client: pg.Client | undefined;
   private connecting: Promise<void> | undefined;
   private retryMs = FIRST_RETRY_MS;
@@ -100,6 +108,39 @@ export class PostgresListener {
     };
   }
 
+  /**
+   * Hears the writes made through a pool before their callers go on. On each connection,
+   * prepared by `hearWritesOf` as it opens, the triggers also raise a notice naming the channel
+   * (message) and the payload (detail); the notices a connection got are handed to the
+   * listeners when it goes back to the pool, after its statement or transaction ended.
+   */
+  hearWritesThrough(pool: pg.Pool): void {
+    pool.on("release", (_error, client) => {
+      const notices = this.ownWrites.get(client);
+      if (notices === undefined) return;
+      this.ownWrites.delete(client);
+      for (const notice of notices.values()) this.dispatch(notice);
+    });
+  }
+
+  /** The pool's `onConnect`, for `hearWritesThrough`. */
+  async hearWritesOf(client: pg.ClientBase): Promise<void> {
+    client.on("notice", ({ message, detail }) => {
+      if (message === undefined || !this.channels.has(message)) return;
+      const notices = this.ownWrites.get(client) ?? new Map();
+      // By channel and payload: a statement over many rows raises one notice per row.
+      notices.set(`${message}\n${detail}`, { processId: 0, channel: message, payload: detail });
+      this.ownWrites.set(client, notices);
+    });
+    await client.query(`set ${HEAR_OWN_WRITES} = on`);
+  }
+
+  private dispatch(message: pg.Notification): void {
+    for (const listener of this.channels.get(message.channel) ?? []) {
+      listener.onNotification(message.payload ?? "");
+    }
+  }
+
   private connect(): Promise<void> {
     this.connecting ??= this.open().finally(() => {
       this.connecting = undefined;
@@ -109,11 +150,7 @@ export class PostgresListener {
 
   private async open(): Promise<void> {
     const client = new pg.Client({ connectionString: this.connectionString });
-    client.on("notification", (message) => {
-      for (const listener of this.channels.get(message.channel) ?? []) {
-        listener.onNotification(message.payload ?? "");
-      }
-    });
+    client.on("notification", (message) => this.dispatch(message));
     client.on("error", (error) => this.onError(error));
     client.on("end", () => this.lost(client));
     try {

@@ -41,10 +41,16 @@ function serverAttributes(connectionString: string) {
   };
 }
 
-function openPool(connectionString: string, limits: PostgresLimits, max: number): pg.Pool {
+function openPool(
+  connectionString: string,
+  limits: PostgresLimits,
+  max: number,
+  onConnect?: (client: pg.ClientBase) => Promise<void>,
+): pg.Pool {
   const pool = new pg.Pool({
     connectionString,
     max,
+    onConnect,
     // Waiting for a connection, new or from a full pool, ends in an error the API answers
     // with 503 instead of a request that hangs while the database is away.
     connectionTimeoutMillis: limits.connectTimeoutMs,
@@ -63,19 +69,26 @@ const SESSION_POOL_SIZE = 2;
 
 export function openPostgres(connectionString: string, options: PostgresOptions = {}): Database {
   const limits = { ...DEFAULT_POSTGRES_LIMITS, ...options };
-  const pool = openPool(connectionString, limits, limits.poolSize);
-  if (!limits.preparedStatements) sendStatementsUnnamed(pool);
   const sessionUrl = options.sessionUrl ?? connectionString;
+  const listener = new PostgresListener(sessionUrl, options.onListenError ?? (() => {}));
+  // Behind a transaction-mode pooler a connection's setting would reach other clients' sessions.
+  const hearsOwnWrites = sessionUrl === connectionString;
+  const pool = openPool(
+    connectionString,
+    limits,
+    limits.poolSize,
+    hearsOwnWrites ? (client) => listener.hearWritesOf(client) : undefined,
+  );
+  if (hearsOwnWrites) listener.hearWritesThrough(pool);
+  if (!limits.preparedStatements) sendStatementsUnnamed(pool);
   // Session state (LISTEN, advisory locks held across transactions) must stay on one server
   // connection, which a transaction-mode pooler behind the pool's URL does not promise.
-  const sessions =
-    sessionUrl === connectionString ? pool : openPool(sessionUrl, limits, SESSION_POOL_SIZE);
+  const sessions = hearsOwnWrites ? pool : openPool(sessionUrl, limits, SESSION_POOL_SIZE);
   if (options.tracer !== undefined) {
     traceStatements(pool, options.tracer, serverAttributes(connectionString));
     if (sessions !== pool) traceStatements(sessions, options.tracer, serverAttributes(sessionUrl));
   }
   const onQuery = options.onQuery;
-  const listener = new PostgresListener(sessionUrl, options.onListenError ?? (() => {}));
   const db = drizzlePg(pool, {
     casing: "snake_case",
     ...(onQuery === undefined ? {} : { logger: { logQuery: (query: string) => onQuery(query) } }),
