@@ -71,19 +71,19 @@ export function openPostgres(connectionString: string, options: PostgresOptions 
   const limits = { ...DEFAULT_POSTGRES_LIMITS, ...options };
   const sessionUrl = options.sessionUrl ?? connectionString;
   const listener = new PostgresListener(sessionUrl, options.onListenError ?? (() => {}));
-  // Behind a transaction-mode pooler a connection's setting would reach other clients' sessions.
-  const hearsOwnWrites = sessionUrl === connectionString;
+  // Session state (LISTEN, advisory locks held across transactions, a connection's settings)
+  // must stay on one server connection, which a transaction-mode pooler behind DATABASE_URL,
+  // announced by a DATABASE_LISTEN_URL of its own, does not promise.
+  const poolHoldsSessions = sessionUrl === connectionString;
   const pool = openPool(
     connectionString,
     limits,
     limits.poolSize,
-    hearsOwnWrites ? (client) => listener.hearWritesOf(client) : undefined,
+    poolHoldsSessions ? (client) => listener.hearWritesOf(client) : undefined,
   );
-  if (hearsOwnWrites) listener.hearWritesThrough(pool);
+  if (poolHoldsSessions) listener.hearWritesThrough(pool);
   if (!limits.preparedStatements) sendStatementsUnnamed(pool);
-  // Session state (LISTEN, advisory locks held across transactions) must stay on one server
-  // connection, which a transaction-mode pooler behind the pool's URL does not promise.
-  const sessions = hearsOwnWrites ? pool : openPool(sessionUrl, limits, SESSION_POOL_SIZE);
+  const sessions = poolHoldsSessions ? pool : openPool(sessionUrl, limits, SESSION_POOL_SIZE);
   if (options.tracer !== undefined) {
     traceStatements(pool, options.tracer, serverAttributes(connectionString));
     if (sessions !== pool) traceStatements(sessions, options.tracer, serverAttributes(sessionUrl));
