@@ -28,7 +28,7 @@ export async function startWorker(
     concurrency: runtime.config.workerConcurrency,
   });
   await runtime.queue.schedule("runRetryPass", runtime.config.webhooks.retryCron, {});
-  const stopRelay = await startRelayLoop(webhookRuntime, runtime.database);
+  const stopRelay = await startRelayLoop(webhookRuntime, runtime.database, deliveries);
   const stopReleases = await listenForReleasedDeliveries(webhookRuntime, runtime.database);
   const stopRecovery = startRecoveryLoop(webhookRuntime, deliveries);
   const stopRetention = startRetentionLoop(webhookRuntime, runtime.database);

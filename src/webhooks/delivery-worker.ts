@@ -8,7 +8,7 @@ import { createCircuitBreakers } from "./circuit-breaker.js";
 import { createDeliveryPipeline, type WebhookLog } from "./delivery.js";
 import { createDeliveryDispatcher } from "./dispatcher.js";
 import { enqueueAttempt, queueRetryPass } from "./enqueue-attempts.js";
-import { dueDeliveriesOf } from "./relay.js";
+import { dueDeliveriesOf, type FannedOutDelivery } from "./relay.js";
 
 export type WebhookRuntime = {
   db: Db;
@@ -23,6 +23,8 @@ export type WebhookRuntime = {
 /** The worker's delivery machinery: its job handlers, and the breakers' probe for the loops. */
 export type DeliveryWorker = {
   handlers: JobHandlers<WorkspaceJobs>;
+  /** The relay's new deliveries, due now: straight to the dispatcher, their first attempt. */
+  submitFanned(deliveries: FannedOutDelivery[]): void;
   probeBreakers(): Promise<void>;
   /** Waits for the attempts in flight, then closes the pipeline; what waited stays due in Postgres. */
   close(): Promise<void>;
@@ -93,6 +95,9 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
         const pass = await queueRetryPass(runtime, scope, after);
         logger.info({ deliveries: pass.claimed, full: pass.full }, "webhook retry pass queued");
       },
+    },
+    submitFanned(deliveries) {
+      for (const delivery of deliveries) dispatcher.submit({ ...delivery, trigger: "scheduled" });
     },
     probeBreakers: () => breakers.probeDue(),
     async close() {

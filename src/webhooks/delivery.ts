@@ -1,4 +1,4 @@
-import { and, eq, inArray, lte, sql } from "drizzle-orm";
+import { and, eq, inArray, isNull, lte, or, type SQL, sql } from "drizzle-orm";
 import type { PgSelect } from "drizzle-orm/pg-core";
 import type { Logger } from "pino";
 import type { Config } from "../config.js";
@@ -32,110 +32,111 @@ export type DeliveryDeps = {
 const DUE_SLACK_MS = 5_000;
 const RETRY_JITTER = 0.2;
 
-/**
- * Joins the deliveries to their events and their webhooks as they are now, so disabling a
- * webhook or rotating its secret takes effect on the very next attempt, whichever process made
- * the change.
- */
-function ofDeliveries<Query extends PgSelect>(query: Query, deliveryIds: string[]) {
-  return query
-    .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
-    .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
-    .where(inArray(webhookDeliveries.id, deliveryIds));
-}
-
 /** One row per id asked, in its order: undefined where there is none. */
 function inOrderOf<Row>(deliveryIds: string[], rows: Row[], idOf: (row: Row) => string) {
   const byId = new Map(rows.map((row) => [idOf(row), row]));
   return deliveryIds.map((id) => byId.get(id));
 }
 
-/** What an attempt reads: the delivery, its event (the body), its webhook's address and secret. */
-async function loadDeliveries(db: Db, deliveryIds: string[]) {
-  const query = db
-    .select({
-      delivery: webhookDeliveries,
-      event: changeEvents,
-      webhook: {
-        url: webhooks.url,
-        enabled: webhooks.enabled,
-        secretCiphertext: webhooks.secretCiphertext,
-        circuitOpenUntil: webhooks.circuitOpenUntil,
-      },
-    })
-    .from(webhookDeliveries)
-    .$dynamic();
-  const rows = await ofDeliveries(query, deliveryIds);
-  return inOrderOf(deliveryIds, rows, (row) => row.delivery.id);
+/**
+ * What an attempt reads: the delivery, its event (the body), and its webhook's address and secret
+ * as they are now, so disabling a webhook or rotating its secret takes effect on the very next
+ * attempt, whichever process made the change.
+ */
+const attemptFields = {
+  delivery: webhookDeliveries,
+  event: changeEvents,
+  webhook: { url: webhooks.url, secretCiphertext: webhooks.secretCiphertext },
+};
+const joinedToEventAndWebhook = and(
+  eq(changeEvents.id, webhookDeliveries.changeEventId),
+  eq(webhooks.id, webhookDeliveries.webhookId),
+);
+
+/** The deliveries of `deliveryIds` that meet `condition`, with their events and webhooks. */
+function selectedDeliveries<Query extends PgSelect>(
+  query: Query,
+  deliveryIds: string[],
+  condition?: SQL,
+) {
+  return query
+    .innerJoin(changeEvents, eq(changeEvents.id, webhookDeliveries.changeEventId))
+    .innerJoin(webhooks, eq(webhooks.id, webhookDeliveries.webhookId))
+    .where(and(inArray(webhookDeliveries.id, deliveryIds), condition));
 }
 
-/** The state `shouldAttempt` reads, without the event's body: the dispatcher's admission. */
-async function loadAttemptStates(db: Db, deliveryIds: string[]) {
-  const query = db
-    .select({
-      id: webhookDeliveries.id,
-      webhookId: webhookDeliveries.webhookId,
-      delivery: {
-        status: webhookDeliveries.status,
-        nextAttemptAt: webhookDeliveries.nextAttemptAt,
-      },
-      event: { type: changeEvents.type },
-      webhook: {
-        enabled: webhooks.enabled,
-        circuitOpenUntil: webhooks.circuitOpenUntil,
-        organizationId: webhooks.organizationId,
-      },
-    })
-    .from(webhookDeliveries)
-    .$dynamic();
-  const rows = await ofDeliveries(query, deliveryIds);
-  return inOrderOf(deliveryIds, rows, (row) => row.id);
-}
+/** Every trigger but an admin's redelivery, which is sent whatever the state. */
+type DueTrigger = Exclude<DeliveryTrigger, "manual">;
 
 /**
- * Takes the deliveries still due for one attempt by moving their next attempt past `leaseMs`: a
- * second job for one of them (a release racing a quick retry, on another worker) finds it not
- * due. A worker that dies mid-attempt leaves the delivery to the recovery loop after the lease.
+ * Whether a delivery is to be attempted now by `trigger`. Wrapped in `is true` so that no index
+ * serves it and the rows are found by primary key (see `dueDeliveriesOf` for why).
  */
-async function claimDueDeliveries(db: Db, deliveryIds: string[], leaseMs: number) {
-  const due = and(
-    inArray(webhookDeliveries.status, ["pending", "failed"]),
+function attemptableBy(trigger: DueTrigger) {
+  return sql`(${and(
+    // A ping is how an admin tests an endpoint before enabling it; everything else waits.
+    or(eq(webhooks.enabled, true), eq(changeEvents.type, "change.created")),
+    // An open (or half-open) breaker: the delivery stays due, unattempted, until the probe closes it.
+    trigger === "probe" ? undefined : isNull(webhooks.circuitOpenUntil),
+    trigger === "pass"
+      ? eq(webhookDeliveries.status, "failed")
+      : inArray(webhookDeliveries.status, ["pending", "failed"]),
     lte(
       webhookDeliveries.nextAttemptAt,
       sql`now() + make_interval(secs => ${DUE_SLACK_MS / 1000})`,
     ),
-  );
-  const claimed = await db
+  )}) is true`;
+}
+
+/** An admin's redelivery reads the delivery whatever its state, and takes nothing. */
+async function loadDeliveries(db: Db, deliveryIds: string[]) {
+  const query = db.select(attemptFields).from(webhookDeliveries).$dynamic();
+  const rows = await selectedDeliveries(query, deliveryIds);
+  return inOrderOf(deliveryIds, rows, (row) => row.delivery.id);
+}
+
+/**
+ * Takes the deliveries `trigger` may attempt now, and reads them, in one statement: their next
+ * attempt moves past `leaseMs`, so a second job for one of them (a release racing a quick retry,
+ * on another worker) finds it not due. A worker that dies mid-attempt leaves the delivery to the
+ * recovery loop after the lease.
+ */
+async function claimDeliveries(
+  db: Db,
+  trigger: DueTrigger,
+  deliveryIds: string[],
+  leaseMs: number,
+) {
+  const rows = await db
     .update(webhookDeliveries)
     .set({ nextAttemptAt: sql`now() + make_interval(secs => ${leaseMs / 1000})` })
-    // Found by primary key, then checked (see `dueDeliveriesOf` for why the check is wrapped).
-    .where(and(inArray(webhookDeliveries.id, deliveryIds), sql`(${due}) is true`))
-    .returning({ id: webhookDeliveries.id });
-  const ids = new Set(claimed.map((row) => row.id));
-  return deliveryIds.map((id) => ids.has(id));
+    .from(sql`${changeEvents}, ${webhooks}`)
+    .where(
+      and(
+        inArray(webhookDeliveries.id, deliveryIds),
+        joinedToEventAndWebhook,
+        attemptableBy(trigger),
+      ),
+    )
+    .returning(attemptFields);
+  return inOrderOf(deliveryIds, rows, (row) => row.delivery.id);
+}
+
+/** Which deliveries `trigger` may attempt now, with their webhook and organisation. */
+async function admissibleDeliveries(db: Db, trigger: DueTrigger, deliveryIds: string[]) {
+  const query = db
+    .select({
+      id: webhookDeliveries.id,
+      webhookId: webhooks.id,
+      organizationId: webhooks.organizationId,
+    })
+    .from(webhookDeliveries)
+    .$dynamic();
+  const rows = await selectedDeliveries(query, deliveryIds, attemptableBy(trigger));
+  return inOrderOf(deliveryIds, rows, (row) => row.id);
 }
 
 type Loaded = NonNullable<Awaited<ReturnType<typeof loadDeliveries>>[number]>;
-
-/** What deciding whether to attempt needs: the delivery's state, its event type, its webhook's. */
-type AttemptState = {
-  delivery: Pick<Loaded["delivery"], "status" | "nextAttemptAt">;
-  event: Pick<Loaded["event"], "type">;
-  webhook: Pick<Loaded["webhook"], "enabled" | "circuitOpenUntil">;
-};
-
-function shouldAttempt({ delivery, event, webhook }: AttemptState, trigger: DeliveryTrigger) {
-  if (trigger === "manual") return true;
-  // A ping is how an admin tests an endpoint before enabling it; everything else waits.
-  if (!webhook.enabled && event.type !== "change.created") return false;
-  // An open (or half-open) breaker: the delivery stays due, unattempted, until the probe closes it.
-  if (webhook.circuitOpenUntil !== null && trigger !== "probe") return false;
-  if (trigger === "pass") return delivery.status === "failed";
-  const due =
-    delivery.nextAttemptAt !== null &&
-    delivery.nextAttemptAt.getTime() <= Date.now() + DUE_SLACK_MS;
-  return (delivery.status === "pending" || delivery.status === "failed") && due;
-}
 
 const SECRET_CACHE_MS = 5 * 60_000;
 const SECRET_CACHE_ENTRIES = 10_000;
@@ -231,10 +232,26 @@ export function createDeliveryPipeline({
   const http = createWebhookHttpClient();
   const signingSecret = createSigningSecretCache(config.secretKey);
   const byId = (id: string) => id;
+  // One group per trigger, as the trigger decides what is attemptable.
+  const groupedByTrigger = <R>(run: (trigger: DueTrigger, ids: string[]) => Promise<R[]>) => {
+    const groups = new Map<DueTrigger, (deliveryId: string) => Promise<R>>();
+    return (trigger: DueTrigger, deliveryId: string) => {
+      let group = groups.get(trigger);
+      if (group === undefined) {
+        group = grouped((ids: string[]) => run(trigger, ids), byId);
+        groups.set(trigger, group);
+      }
+      return group(deliveryId);
+    };
+  };
   const loadDelivery = grouped((ids: string[]) => loadDeliveries(db, ids), byId);
-  const loadAttemptState = grouped((ids: string[]) => loadAttemptStates(db, ids), byId);
   const claimLeaseMs = config.webhooks.deliveryTimeoutMs + DUE_SLACK_MS;
-  const claimDelivery = grouped((ids: string[]) => claimDueDeliveries(db, ids, claimLeaseMs), byId);
+  const claimDelivery = groupedByTrigger((trigger, ids) =>
+    claimDeliveries(db, trigger, ids, claimLeaseMs),
+  );
+  const admissibleDelivery = groupedByTrigger((trigger, ids) =>
+    admissibleDeliveries(db, trigger, ids),
+  );
   const recordAttempt = grouped<AttemptRecord, void>(
     async (records) => {
       const disabled = await writeAttempts(db, config.webhooks.autoDisableDays, records);
@@ -271,10 +288,12 @@ export function createDeliveryPipeline({
     trigger: DeliveryTrigger,
     span: Span | undefined,
   ): Promise<AttemptReport | null> => {
-    const loaded = await loadDelivery(deliveryId);
-    if (loaded === undefined || !shouldAttempt(loaded, trigger)) return null;
     // An admin's redelivery is sent whatever the state; every other attempt is taken first.
-    if (trigger !== "manual" && !(await claimDelivery(deliveryId))) return null;
+    const loaded =
+      trigger === "manual"
+        ? await loadDelivery(deliveryId)
+        : await claimDelivery(trigger, deliveryId);
+    if (loaded === undefined) return null;
     if (loaded.event.traceContext !== null) span?.addLink(loaded.event.traceContext);
     span?.setAttributes({
       "webhook.id": loaded.delivery.webhookId,
@@ -335,9 +354,15 @@ export function createDeliveryPipeline({
 
   return {
     async dueDelivery(deliveryId, trigger) {
-      const state = await loadAttemptState(deliveryId);
-      if (state === undefined || !shouldAttempt(state, trigger)) return null;
-      return { webhookId: state.webhookId, organizationId: state.webhook.organizationId };
+      if (trigger !== "manual") {
+        const due = await admissibleDelivery(trigger, deliveryId);
+        return due === undefined
+          ? null
+          : { webhookId: due.webhookId, organizationId: due.organizationId };
+      }
+      const loaded = await loadDelivery(deliveryId);
+      if (loaded === undefined) return null;
+      return { webhookId: loaded.delivery.webhookId, organizationId: loaded.event.organizationId };
     },
 
     attemptDelivery(deliveryId, trigger) {

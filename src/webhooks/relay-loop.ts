@@ -1,25 +1,23 @@
 import type { Database } from "../db/client.js";
-import type { WebhookRuntime } from "./delivery-worker.js";
-import { enqueueAttempts } from "./enqueue-attempts.js";
+import type { DeliveryWorker, WebhookRuntime } from "./delivery-worker.js";
 import { every } from "./every.js";
 import { fanOutChangeEvents } from "./relay.js";
 
 /** The channel the migrations' trigger notifies when change events commit. */
 const CHANGE_EVENTS_RECORDED = "change_events_recorded";
 
-/** Fans out every pending event, then queues the first attempt of each new delivery. */
-async function relayOnce(runtime: WebhookRuntime): Promise<number> {
+/**
+ * Fans out every pending event, and hands each new delivery to this worker's dispatcher: no queue
+ * job, as the delivery row is already the record (one left for lack of room stays due).
+ */
+async function relayOnce(runtime: WebhookRuntime, deliveries: DeliveryWorker): Promise<number> {
   let fannedOut = 0;
   for (;;) {
-    const { events, deliveryIds } = await fanOutChangeEvents(
+    const { events, deliveries: fanned } = await fanOutChangeEvents(
       runtime.db,
       runtime.config.webhooks.relayBatchSize,
     );
-    await enqueueAttempts(
-      runtime.queue,
-      "scheduled",
-      deliveryIds.map((deliveryId) => ({ deliveryId, jobKey: "a0" })),
-    );
+    deliveries.submitFanned(fanned);
     fannedOut += events;
     if (events === 0) return fannedOut;
   }
@@ -33,10 +31,11 @@ async function relayOnce(runtime: WebhookRuntime): Promise<number> {
 export async function startRelayLoop(
   runtime: WebhookRuntime,
   database: Pick<Database, "listen">,
+  deliveries: DeliveryWorker,
 ): Promise<() => Promise<void>> {
   const relay = every(
     runtime.config.webhooks.relayIntervalMs,
-    () => relayOnce(runtime),
+    () => relayOnce(runtime, deliveries),
     (err) => runtime.logger.error({ err, task: "relay" }, "webhook loop failed"),
   );
   // Heard again after a gap: whatever committed meanwhile is fanned out now, not at the poll.

@@ -1,15 +1,19 @@
 import { sql } from "drizzle-orm";
 import { type Db, rowsOf } from "../db/client.js";
 
+/** A new delivery to attempt, with the webhook and organisation the dispatcher counts it by. */
+export type FannedOutDelivery = { deliveryId: string; webhookId: string; organizationId: string };
+
 /**
  * Fans change events out into one delivery per subscribed webhook, held if it is disabled, in one
  * statement. SKIP LOCKED lets relays run side by side (ids commit out of order, so no "last seen
- * id"). Returns the new deliveries of enabled webhooks, to enqueue after the commit.
+ * id"). Returns the new deliveries to attempt now (enabled webhooks with a closed breaker), oldest
+ * event first.
  */
 export async function fanOutChangeEvents(
   db: Db,
   batchSize: number,
-): Promise<{ events: number; deliveryIds: string[] }> {
+): Promise<{ events: number; deliveries: FannedOutDelivery[] }> {
   const result = await db.execute(sql`
     with claimed as (
       select id from change_events
@@ -34,14 +38,19 @@ export async function fanOutChangeEvents(
       (select count(*) from fanned_out)::int as events,
       coalesce(
         (
-          select json_agg(i.id order by i.change_event_id)
+          select json_agg(
+            json_build_object(
+              'deliveryId', i.id, 'webhookId', w.id, 'organizationId', w.organization_id
+            )
+            order by i.change_event_id
+          )
           from inserted i join webhooks w on w.id = i.webhook_id
-          where w.enabled
+          where w.enabled and w.circuit_open_until is null
         ),
         '[]'::json
-      ) as delivery_ids`);
-  const [row] = rowsOf<{ events: number; delivery_ids: string[] }>(result);
-  return { events: row?.events ?? 0, deliveryIds: row?.delivery_ids ?? [] };
+      ) as deliveries`);
+  const [row] = rowsOf<{ events: number; deliveries: FannedOutDelivery[] }>(result);
+  return { events: row?.events ?? 0, deliveries: row?.deliveries ?? [] };
 }
 
 /** The channel an enabled webhook is announced on, with `<webhook id>:<release stamp>`. */

@@ -15,10 +15,12 @@ import { roverWithWebhook } from "../support/pipeline.js";
 import { Receiver } from "../support/receiver.js";
 import { call, type ServiceProcess, startService } from "./service-process.js";
 
-// The window this test opens for real: the worker has taken the delivery's job off the queue
+// The window this test opens for real: the worker has taken a delivery's job off the queue
 // (BullMQ holds it as active, locked to that worker) and is loading the delivery, which the test
 // keeps waiting on a table lock, so nothing has been sent. The worker is SIGKILLed right there.
-// workers.test.ts kills a worker later, while its request is at the receiver.
+// A first attempt is handed from the relay to the dispatcher without a job, so the job here is
+// the quick retry of a first attempt that failed. workers.test.ts kills a worker while
+// deliveries wait in its memory and its requests are at the receiver.
 
 // Only a worker is killed: the shared servers serve, with a database and queue prefix of this
 // file's own.
@@ -41,13 +43,13 @@ afterAll(async () => {
   await testDatabase?.drop();
 });
 
-it("still delivers a delivery whose worker was SIGKILLed between claiming it and sending it", async () => {
+it("still delivers a retry whose worker was SIGKILLed between taking its job and sending it", async () => {
   const env = {
     DATABASE_URL: testDatabase.url,
     REDIS_URL: TEST_REDIS_URL,
     QUEUE_PREFIX: queuePrefix,
     WEBHOOK_RELAY_INTERVAL_MS: "100",
-    WEBHOOK_QUICK_RETRIES: "",
+    WEBHOOK_QUICK_RETRIES: "1s",
     // A short lock, so a dead worker's job is taken over soon; it still outlasts an attempt.
     WORKER_LOCK_SECONDS: "3",
     WEBHOOK_DELIVERY_TIMEOUT_MS: "2000",
@@ -66,8 +68,9 @@ it("still delivers a delivery whose worker was SIGKILLed between claiming it and
   const locker = new pg.Client({ connectionString: testDatabase.url });
   await locker.connect();
   try {
-    // The queue is paused so that the first worker fans the event out and queues its job, but
-    // takes the job only once the test has the table locked.
+    // The first attempt fails; the queue is paused so that the worker queues the retry's job but
+    // takes it only once the test has the table locked.
+    receiver.respond("/killed", { status: 500 }, { status: 200 });
     await queue.pause();
     const [api, first] = await Promise.all([
       startService("serve", env),
@@ -79,10 +82,12 @@ it("still delivers a delivery whose worker was SIGKILLed between claiming it and
       body: { title: "Claimed, never sent" },
     });
     expect(created.status, created.text).toBe(200);
-    const delivery = await eventually(
-      async () => (await database.db.select().from(webhookDeliveries))[0],
-    );
-    const jobId = `delivery-${delivery.id}-a0`;
+    const delivery = await eventually(async () => {
+      const [row] = await database.db.select().from(webhookDeliveries);
+      return row?.attempts === 1 ? row : null;
+    });
+    expect(delivery.status).toBe("failed");
+    const jobId = `delivery-${delivery.id}-a1`;
     await eventually(async () => (await queue.getJob(jobId)) !== undefined);
 
     await locker.query("begin");
@@ -99,7 +104,7 @@ it("still delivers a delivery whose worker was SIGKILLed between claiming it and
     });
     first.child.kill("SIGKILL");
     await first.exited;
-    expect(receiver.on("/killed")).toHaveLength(0);
+    expect(receiver.on("/killed")).toHaveLength(1);
     await locker.query("rollback");
 
     const second = await startService("worker", env);
@@ -111,14 +116,17 @@ it("still delivers a delivery whose worker was SIGKILLed between claiming it and
         .where(eq(webhookDeliveries.id, delivery.id));
       return row?.status === "delivered" ? row : null;
     }, 90_000);
-    expect(delivered.attempts).toBe(1);
+    expect(delivered.attempts).toBe(2);
     const sent = receiver.on("/killed");
-    expect(sent.map((request) => request.headers["x-service-delivery"])).toEqual([delivery.id]);
+    expect(sent.map((request) => request.headers["x-service-delivery"])).toEqual([
+      delivery.id,
+      delivery.id,
+    ]);
     const attempts = await database.db
       .select()
       .from(webhookAttempts)
       .where(eq(webhookAttempts.deliveryId, delivery.id));
-    expect(attempts).toHaveLength(1);
+    expect(attempts.map((attempt) => attempt.statusCode).sort()).toEqual([200, 500]);
   } finally {
     await locker.end();
     await queue.close();
