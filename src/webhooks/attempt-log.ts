@@ -51,13 +51,14 @@ export async function writeAttempts(
         next_attempt_at = i."nextAttemptAt",
         delivered_at = case when i.ok then i."attemptedAt" else d.delivered_at end
       from input i
-      where d.id = i."deliveryId"
+      -- The ids as a list too, so the planner reads those rows by key, not the whole table.
+      where d.id = i."deliveryId" and d.id in ${records.map((record) => record.deliveryId)}
     ), streaks as (
-      select distinct on ("webhookId") "webhookId" as webhook_id, ok as last_ok,
-        (select min(f."attemptedAt") from input f
-          where f."webhookId" = i."webhookId" and not f.ok) as first_failure_at
-      from input i
-      order by "webhookId", "attemptedAt" desc
+      select "webhookId" as webhook_id,
+        (array_agg(ok order by "attemptedAt" desc))[1] as last_ok,
+        min("attemptedAt") filter (where not ok) as first_failure_at
+      from input
+      group by "webhookId"
     ), streak_updates as (
       update webhooks w set
         failing_since = case when s.last_ok then null
