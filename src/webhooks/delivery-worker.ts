@@ -38,8 +38,8 @@ export type DeliveryWorker = {
 export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
   const { config, logger } = runtime;
   const pipeline = createDeliveryPipeline(runtime);
-  const attempt = async (deliveryId: string, trigger: DeliveryTrigger) => {
-    const report = await pipeline.attemptDelivery(deliveryId, trigger);
+  const attempt = async (deliveryId: string, trigger: DeliveryTrigger, answered?: () => void) => {
+    const report = await pipeline.attemptDelivery(deliveryId, trigger, answered);
     if (report?.retryAt) {
       await enqueueAttempt(runtime.queue, deliveryId, "scheduled", {
         jobKey: `a${report.attempts}`,
@@ -66,8 +66,8 @@ export function createDeliveryWorker(runtime: WebhookRuntime): DeliveryWorker {
   const dispatcher = createDeliveryDispatcher({
     limits: { concurrency: config.workerConcurrency, ...config.webhooks.dispatch },
     logger,
-    attempt: async ({ deliveryId, trigger, webhookId }) => {
-      const report = await attempt(deliveryId, trigger);
+    attempt: async ({ deliveryId, trigger, webhookId }, answered) => {
+      const report = await attempt(deliveryId, trigger, answered);
       if (report !== null && trigger !== "manual") {
         await breakers.record(webhookId, report.outcome.ok);
       }

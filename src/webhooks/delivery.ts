@@ -213,7 +213,12 @@ export type DeliveryPipeline = {
    * One attempt of one delivery: the single code path of first tries, quick retries, the daily
    * pass and manual redelivery. Postgres holds the outcome; the queue only wakes it up.
    */
-  attemptDelivery(deliveryId: string, trigger: DeliveryTrigger): Promise<AttemptReport | null>;
+  attemptDelivery(
+    deliveryId: string,
+    trigger: DeliveryTrigger,
+    /** Called once the receiver's answer is in, before the outcome is written. */
+    answered?: () => void,
+  ): Promise<AttemptReport | null>;
   /** Closes its HTTP agents, waiting for the requests in flight. */
   close(): Promise<void>;
 };
@@ -287,6 +292,7 @@ export function createDeliveryPipeline({
     deliveryId: string,
     trigger: DeliveryTrigger,
     span: Span | undefined,
+    answered: (() => void) | undefined,
   ): Promise<AttemptReport | null> => {
     // An admin's redelivery is sent whatever the state; every other attempt is taken first.
     const loaded =
@@ -302,6 +308,7 @@ export function createDeliveryPipeline({
     });
     const attemptedAt = new Date();
     const { outcome, headers } = await send(loaded);
+    answered?.();
     metrics.countDeliveryAttempt(outcome.kind);
     // Once per delivery: an admin's redelivery of a delivered one has arrived before.
     if (outcome.ok && loaded.delivery.status !== "delivered") {
@@ -365,8 +372,8 @@ export function createDeliveryPipeline({
       return { webhookId: loaded.delivery.webhookId, organizationId: loaded.event.organizationId };
     },
 
-    attemptDelivery(deliveryId, trigger) {
-      if (tracer === undefined) return attempt(deliveryId, trigger, undefined);
+    attemptDelivery(deliveryId, trigger, answered) {
+      if (tracer === undefined) return attempt(deliveryId, trigger, undefined, answered);
       // A trace of its own, whichever attempt's continuation starts it; the link leads back.
       const span = tracer.startSpan("webhook delivery attempt", {
         kind: "client",
@@ -374,7 +381,7 @@ export function createDeliveryPipeline({
         attributes: { "webhook.delivery.id": deliveryId, "webhook.delivery.trigger": trigger },
       });
       return inSpan(span, async () => {
-        const report = await attempt(deliveryId, trigger, span);
+        const report = await attempt(deliveryId, trigger, span, answered);
         if (report === null) span.setAttributes({ "webhook.delivery.attempted": false });
         return report;
       });

@@ -56,7 +56,8 @@ type WebhookLine = {
 export function createDeliveryDispatcher(options: {
   limits: DispatchLimits;
   logger: WebhookLog;
-  attempt: (delivery: DueDelivery) => Promise<void>;
+  /** One attempt; it calls `answered` once the receiver's answer is in, to free its slot early. */
+  attempt: (delivery: DueDelivery, answered: () => void) => Promise<void>;
   /** A webhook's due deliveries in Postgres, oldest event first, at most `limit`. */
   refill: (webhookId: string, organizationId: string, limit: number) => Promise<DueDelivery[]>;
 }): DeliveryDispatcher {
@@ -86,25 +87,32 @@ export function createDeliveryDispatcher(options: {
       organizationId,
       (inFlightByOrganization.get(organizationId) ?? 0) + 1,
     );
-    const run = attempt(delivery)
+    let answered = false;
+    // The slot is the receiver's: it is free once the answer is in, while the outcome is written.
+    const free = () => {
+      if (answered) return;
+      answered = true;
+      inFlight--;
+      line.inFlight--;
+      const left = (inFlightByOrganization.get(organizationId) ?? 1) - 1;
+      if (left === 0) inFlightByOrganization.delete(organizationId);
+      else inFlightByOrganization.set(organizationId, left);
+      if (line.overflowed && line.waiting.length <= limits.maxPendingPerWebhook / 2) {
+        refill(webhookId, line);
+      }
+      if (line.inFlight === 0 && line.waiting.length === 0 && !line.refilling) {
+        lines.delete(webhookId);
+      }
+      pump();
+    };
+    const run = attempt(delivery, free)
       .catch((err: unknown) =>
         logger.error({ err, deliveryId: delivery.deliveryId }, "webhook attempt failed"),
       )
       .finally(() => {
         running.delete(run);
         known.delete(delivery.deliveryId);
-        inFlight--;
-        line.inFlight--;
-        const left = (inFlightByOrganization.get(organizationId) ?? 1) - 1;
-        if (left === 0) inFlightByOrganization.delete(organizationId);
-        else inFlightByOrganization.set(organizationId, left);
-        if (line.overflowed && line.waiting.length <= limits.maxPendingPerWebhook / 2) {
-          refill(webhookId, line);
-        }
-        if (line.inFlight === 0 && line.waiting.length === 0 && !line.refilling) {
-          lines.delete(webhookId);
-        }
-        pump();
+        free();
       });
     running.add(run);
     // To the back of the round: the others get their turn before this webhook's next one.

@@ -1,6 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { webhookAttempts, webhookDeliveries } from "../../src/db/schema/index.js";
 import { systemAudit } from "../../src/modules/audit/service.js";
 import { createWebhook } from "../../src/webhooks/service.js";
 import { api } from "../support/api.js";
@@ -141,5 +143,29 @@ describe("the delivery dispatcher with little room per webhook", () => {
     await eventually(() => receiver.targetIds("/slow").length >= taskIds.length);
     expect(receiver.targetIds("/slow").sort()).toEqual([...taskIds].sort());
     expect(mostAtOnce("/slow", heldMs)).toBeLessThanOrEqual(MAX_IN_FLIGHT);
+  }, 60_000);
+});
+
+describe("the delivery dispatcher with one slot per webhook", () => {
+  withPipeline({ WEBHOOK_MAX_IN_FLIGHT: "1" });
+
+  it("frees a slot once the receiver answered, while the attempt is still being recorded", async () => {
+    const { createTask } = await organizationWithWebhooks("answered", [receiver.url("/answered")]);
+    // The attempts' outcomes cannot be written while this lock is held.
+    const locker = new pg.Client({ connectionString: p.config.databaseUrl });
+    await locker.connect();
+    try {
+      await locker.query("begin");
+      await locker.query("lock table webhook_attempts in access exclusive mode");
+      const taskIds = [await createTask("First"), await createTask("Second")];
+      await eventually(() => receiver.targetIds("/answered").length === 2);
+      expect(receiver.targetIds("/answered")).toEqual(taskIds);
+      const unrecorded = await p.db.select().from(webhookDeliveries);
+      expect(unrecorded.map((delivery) => delivery.attempts)).toEqual([0, 0]);
+      await locker.query("rollback");
+      await eventually(async () => (await p.db.select().from(webhookAttempts)).length === 2);
+    } finally {
+      await locker.end();
+    }
   }, 60_000);
 });
