@@ -1,5 +1,5 @@
 import cors, { type FastifyCorsOptions } from "@fastify/cors";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 
 /** Whether a browser page of this origin may read the answer. */
 type OriginCheck = (origin: string) => Promise<boolean>;
@@ -59,22 +59,44 @@ async function allowedOrigin(
  * preflight from an origin the path refuses, falls through to the scope's not-found answer.
  */
 export async function registerCors(app: FastifyInstance, policy: OriginPolicy): Promise<void> {
+  // Built once: most paths answer any origin, and need neither a promise nor a new object.
+  const anyOrigin = { ...SHARED_OPTIONS, origin: "*", preflight: false };
+  const anyOriginPreflight = { ...anyOrigin, preflight: true };
   await app.register(cors, {
-    delegator: async (request: FastifyRequest): Promise<FastifyCorsOptions> => {
-      const origin = await allowedOrigin(request, policy);
-      return { ...SHARED_OPTIONS, origin, preflight: origin !== false && isPreflight(request) };
+    delegator: (
+      request: FastifyRequest,
+      answer: (error: Error | null, options: FastifyCorsOptions) => void,
+    ) => {
+      if (policy(pathOf(request)) === "any-origin") {
+        answer(null, isPreflight(request) ? anyOriginPreflight : anyOrigin);
+        return;
+      }
+      allowedOrigin(request, policy).then(
+        (origin) =>
+          answer(null, {
+            ...SHARED_OPTIONS,
+            origin,
+            preflight: origin !== false && isPreflight(request),
+          }),
+        (error: Error) => answer(error, {}),
+      );
     },
   });
   // An answer given before the scope's hooks ran (the 503 of a stopping process comes from the
   // app's first hook) gets the same headers here, so the page can read why it was refused.
-  app.addHook("onSend", async (request, reply, payload) => {
-    if (reply.hasHeader("access-control-allow-origin") || isPreflight(request)) return payload;
+  const addLateHeaders = async (request: FastifyRequest, reply: FastifyReply) => {
     const origin = await allowedOrigin(request, policy);
-    if (origin === false) return payload;
+    if (origin === false) return;
     reply.header("Access-Control-Allow-Origin", origin);
     reply.header("Access-Control-Expose-Headers", SHARED_OPTIONS.exposedHeaders.join(", "));
     const vary = reply.getHeader("vary");
     if (origin !== "*") reply.header("Vary", vary === undefined ? "Origin" : `${vary}, Origin`);
-    return payload;
+  };
+  // Most answers went through the hook above: they pass here without a promise.
+  app.addHook("onSend", (request, reply, payload, done) => {
+    if (reply.hasHeader("access-control-allow-origin") || isPreflight(request)) {
+      return done(null, payload);
+    }
+    addLateHeaders(request, reply).then(() => done(null, payload), done);
   });
 }
