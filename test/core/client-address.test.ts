@@ -12,3 +12,8 @@ it("counts an IPv6 address by its /64, however it is spelled", () => {
   expect(clientAddress("2001:0DB8:0001:0002:ffff:eeee:dddd:cccc")).toBe(key);
   expect(clientAddress("2001:db8:1:3::1")).not.toBe(key);
 });
+
+it("reads other spellings of an IPv4 address as the address they name", () => {
+  expect(clientAddress("203.000.113.7")).toBe("203.0.113.7");
+  expect(clientAddress("203.0.29447")).toBe("203.0.115.7");
+});
