@@ -122,8 +122,11 @@ async function claimDeliveries(
   return inOrderOf(deliveryIds, rows, (row) => row.delivery.id);
 }
 
-/** Which deliveries `trigger` may attempt now, with their webhook and organisation. */
-async function admissibleDeliveries(db: Db, trigger: DueTrigger, deliveryIds: string[]) {
+/**
+ * Which deliveries `trigger` may attempt now (an admin's redelivery: any that exists), with their
+ * webhook and organisation.
+ */
+async function admissibleDeliveries(db: Db, trigger: DeliveryTrigger, deliveryIds: string[]) {
   const query = db
     .select({
       id: webhookDeliveries.id,
@@ -132,7 +135,8 @@ async function admissibleDeliveries(db: Db, trigger: DueTrigger, deliveryIds: st
     })
     .from(webhookDeliveries)
     .$dynamic();
-  const rows = await selectedDeliveries(query, deliveryIds, attemptableBy(trigger));
+  const condition = trigger === "manual" ? undefined : attemptableBy(trigger);
+  const rows = await selectedDeliveries(query, deliveryIds, condition);
   return inOrderOf(deliveryIds, rows, (row) => row.id);
 }
 
@@ -238,9 +242,11 @@ export function createDeliveryPipeline({
   const signingSecret = createSigningSecretCache(config.secretKey);
   const byId = (id: string) => id;
   // One group per trigger, as the trigger decides what is attemptable.
-  const groupedByTrigger = <R>(run: (trigger: DueTrigger, ids: string[]) => Promise<R[]>) => {
-    const groups = new Map<DueTrigger, (deliveryId: string) => Promise<R>>();
-    return (trigger: DueTrigger, deliveryId: string) => {
+  const groupedByTrigger = <T extends DeliveryTrigger, R>(
+    run: (trigger: T, ids: string[]) => Promise<R[]>,
+  ) => {
+    const groups = new Map<T, (deliveryId: string) => Promise<R>>();
+    return (trigger: T, deliveryId: string) => {
       let group = groups.get(trigger);
       if (group === undefined) {
         group = grouped((ids: string[]) => run(trigger, ids), byId);
@@ -251,10 +257,10 @@ export function createDeliveryPipeline({
   };
   const loadDelivery = grouped((ids: string[]) => loadDeliveries(db, ids), byId);
   const claimLeaseMs = config.webhooks.deliveryTimeoutMs + DUE_SLACK_MS;
-  const claimDelivery = groupedByTrigger((trigger, ids) =>
+  const claimDelivery = groupedByTrigger((trigger: DueTrigger, ids) =>
     claimDeliveries(db, trigger, ids, claimLeaseMs),
   );
-  const admissibleDelivery = groupedByTrigger((trigger, ids) =>
+  const admissibleDelivery = groupedByTrigger((trigger: DeliveryTrigger, ids) =>
     admissibleDeliveries(db, trigger, ids),
   );
   const recordAttempt = grouped<AttemptRecord, void>(
@@ -361,15 +367,10 @@ export function createDeliveryPipeline({
 
   return {
     async dueDelivery(deliveryId, trigger) {
-      if (trigger !== "manual") {
-        const due = await admissibleDelivery(trigger, deliveryId);
-        return due === undefined
-          ? null
-          : { webhookId: due.webhookId, organizationId: due.organizationId };
-      }
-      const loaded = await loadDelivery(deliveryId);
-      if (loaded === undefined) return null;
-      return { webhookId: loaded.delivery.webhookId, organizationId: loaded.event.organizationId };
+      const due = await admissibleDelivery(trigger, deliveryId);
+      return due === undefined
+        ? null
+        : { webhookId: due.webhookId, organizationId: due.organizationId };
     },
 
     attemptDelivery(deliveryId, trigger, answered) {
