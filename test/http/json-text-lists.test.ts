@@ -6,7 +6,7 @@ import { createTestApp, type TestApp } from "../support/app.js";
 import { importOrganization, mintToken, project, type Workspace } from "../support/fixtures.js";
 
 // The lists whose JSON Postgres writes (src/db/json-rows.ts) must answer the very bytes that
-// JSON.stringify wrote for the same rows before: same keys in the same order, same escapes, no
+// JSON.stringify wrote for the same rows before (a spec's value aside: it comes as jsonb is written): same keys in the same order, same escapes, no
 // spaces, timestamps cut to milliseconds. The expected bodies here are built in JavaScript from
 // the tables, read without the service's code.
 
@@ -24,7 +24,18 @@ let token: string;
 
 beforeAll(async () => {
   t = await createTestApp({ RATE_LIMIT_MAX: "100000" });
+  const meeting = (title: string, i: number) => ({
+    title,
+    startsAt: `2026-04-0${1 + (i % 3)}T09:00:00Z`,
+    durationMinutes: 30 + i,
+    status: "scheduled",
+    locationType: "video",
+    location: i === 0 ? null : title,
+    audience: i === 3 ? "restricted" : "org",
+    ...(i === 2 ? { minutesMarkdown: `# ${title}` } : {}),
+  });
   acme = await importOrganization(t.db, "acme", {
+    meetings: AWKWARD.map(meeting),
     documents: AWKWARD.map((title, i) => ({
       category: i % 2 === 0 ? "documentation" : "research",
       kind: i === 1 ? "file" : "link",
@@ -56,6 +67,43 @@ beforeAll(async () => {
           title,
           url: "https://example.com/r",
         })),
+        milestones: AWKWARD.map((title, i) => ({
+          name: title,
+          kind: "review",
+          status: "planned",
+          targetDate: "2026-07-01",
+          actualDate: i === 0 ? "2026-07-02" : null,
+          description: i === 1 ? null : title,
+        })),
+        specs: AWKWARD.map((title, i) => ({
+          slug: `spec-${i}`,
+          name: title,
+          units: i === 0 ? null : "mm",
+          versions: [
+            { version: "1", status: "published", value: i, publishedAt: "2026-02-01T10:00:00Z" },
+            ...(i === 1
+              ? [{ version: "2", status: "published", value: { at: title, n: [1.5, null] } }]
+              : []),
+            ...(i === 2 ? [{ version: "3", status: "draft", value: title }] : []),
+          ].slice(0, i === 3 ? 0 : undefined),
+        })),
+        components: AWKWARD.map((title, i) => ({
+          slug: `part-${i}`,
+          name: title,
+          kind: i === 0 ? null : "module",
+          versions:
+            i === 3
+              ? []
+              : [
+                  {
+                    version: `v${i}`,
+                    status: "published",
+                    lifecycleStage: title,
+                    healthStatus: "ok",
+                  },
+                ],
+        })),
+        meetings: AWKWARD.map(meeting),
       }),
       project("lander", { name: AWKWARD[0] }),
       project("hidden", { visibility: "private" }),
@@ -181,8 +229,123 @@ describe("lists that Postgres writes as JSON", () => {
     await expectBytes("/api/v1/projects/lander/pages", []);
   });
 
+  it("answer the milestones byte for byte, by target date, name and creation order", async () => {
+    const milestones = await rows(
+      sql`select m.name, m.kind, m.status, m.target_date::text as "targetDate",
+            m.actual_date::text as "actualDate", m.description
+          from milestones m join projects p on p.id = m.project_id
+          where p.slug = 'rover' and p.organization_id = ${acme.organization.id}
+          order by m.target_date, m.name, m.sequence`,
+    );
+    expect(milestones).toHaveLength(AWKWARD.length);
+    await expectBytes("/api/v1/projects/rover/milestones", milestones);
+    await expectBytes("/api/v1/projects/lander/milestones", []);
+  });
+
+  it("answer the components byte for byte, each with its latest published version", async () => {
+    const components = await rows<Record<string, unknown>>(
+      sql`select c.slug, c.name, c.kind, v.version, v.status, v.lifecycle_stage, v.health_status
+          from components c join projects p on p.id = c.project_id
+            left join component_versions v on v.component_id = c.id
+          where p.slug = 'rover' and p.organization_id = ${acme.organization.id}
+          order by c.name, c.slug`,
+    );
+    expect(components).toHaveLength(AWKWARD.length);
+    await expectBytes(
+      "/api/v1/projects/rover/components",
+      components.map((c) => ({
+        slug: c.slug,
+        name: c.name,
+        kind: c.kind,
+        latest:
+          c.version === null
+            ? null
+            : {
+                version: c.version,
+                status: c.status,
+                lifecycleStage: c.lifecycle_stage,
+                healthStatus: c.health_status,
+              },
+      })),
+    );
+    await expectBytes("/api/v1/projects/lander/components", []);
+  });
+
+  it("answer the specs with their latest published value, drafts left out", async () => {
+    const response = await api(t.app, "GET", "/api/v1/projects/rover/specs", { token });
+    expect(response.status, response.raw).toBe(200);
+    const published = (version: string, value: unknown, publishedAt: string | null) => ({
+      version,
+      status: "published",
+      value,
+      publishedAt,
+    });
+    const at = "2026-02-01T10:00:00.000Z";
+    const bySlug = new Map(
+      (response.body.data as { slug: string; latest: unknown }[]).map((spec) => [spec.slug, spec]),
+    );
+    expect(bySlug.get("spec-0")).toEqual({
+      slug: "spec-0",
+      name: AWKWARD[0],
+      kind: null,
+      units: null,
+      valueType: null,
+      latest: published("1", 0, at),
+    });
+    expect(bySlug.get("spec-1")?.latest).toEqual(
+      published("2", { at: AWKWARD[1], n: [1.5, null] }, null),
+    );
+    expect(bySlug.get("spec-2")?.latest).toEqual(published("1", 2, at));
+    expect(bySlug.get("spec-3")?.latest).toBeNull();
+    // A value is written as Postgres writes jsonb; every other byte as JSON.stringify writes it.
+    expect(response.raw).toContain(`"latest":{"version":"1","status":"published","value":0,`);
+    await expectBytes("/api/v1/projects/lander/specs", []);
+  });
+
+  it("answer both meeting lists byte for byte, newest first, restricted ones left out", async () => {
+    const meetingsOf = async (projectSlug: string | null, from: string | null) => {
+      const found = await rows<Record<string, unknown>>(
+        sql`select m.id, m.title, floor(extract(epoch from m.starts_at) * 1000)::float8 as starts_ms,
+              m.duration_minutes, m.status, m.location_type, m.location, m.minutes_text
+            from meetings m left join projects p on p.id = m.project_id
+            where m.organization_id = ${acme.organization.id} and m.audience = 'org'
+              and (${projectSlug}::text is null or p.slug = ${projectSlug})
+              and (${from}::timestamptz is null or m.starts_at >= ${from}::timestamptz)
+            order by m.starts_at desc, m.id`,
+      );
+      return found.map((m) => ({
+        id: m.id,
+        title: m.title,
+        startsAt: new Date(Number(m.starts_ms)).toISOString(),
+        durationMinutes: m.duration_minutes,
+        status: m.status,
+        locationType: m.location_type,
+        location: m.location,
+        hasMinutes: m.minutes_text !== "",
+      }));
+    };
+    await t.db.execute(
+      sql`update meetings set starts_at = starts_at + interval '0.456789 seconds'`,
+    );
+    const all = await meetingsOf(null, null);
+    expect(all).toHaveLength(2 * (AWKWARD.length - 1));
+    expect(all.filter((m) => m.hasMinutes)).toHaveLength(2);
+    expect(all[0]?.startsAt).toMatch(/\.456Z$/);
+    await expectBytes("/api/v1/meetings", all);
+    await expectBytes("/api/v1/meetings?from=2026-04-02", await meetingsOf(null, "2026-04-02"));
+    await expectBytes("/api/v1/projects/rover/meetings", await meetingsOf("rover", null));
+    await expectBytes("/api/v1/projects/lander/meetings", []);
+  });
+
   it("still answer 404 for a private or unknown project", async () => {
-    for (const url of ["/api/v1/projects/hidden/tasks", "/api/v1/projects/nowhere/documents"]) {
+    for (const url of [
+      "/api/v1/projects/hidden/tasks",
+      "/api/v1/projects/nowhere/documents",
+      "/api/v1/projects/hidden/specs",
+      "/api/v1/projects/hidden/components",
+      "/api/v1/projects/hidden/milestones",
+      "/api/v1/projects/hidden/meetings",
+    ]) {
       const response = await api(t.app, "GET", url, { token });
       expect(response.status).toBe(404);
     }

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
 import { organizationOf } from "../../http/auth.js";
-import { ok } from "../../http/envelope.js";
+import { sendJsonData } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { componentSchema } from "./schemas.js";
 import { listComponents } from "./service.js";
@@ -20,7 +20,10 @@ export const componentRoutes: FastifyPluginAsyncZod = async (app) => {
       params: projectSlugParams,
       data: z.array(componentSchema),
     }),
-    async (request) =>
-      ok(await listComponents(app.db, organizationOf(request), request.params.slug)),
+    async (request, reply) =>
+      sendJsonData(
+        reply,
+        await listComponents(app.db, organizationOf(request), request.params.slug),
+      ),
   );
 };

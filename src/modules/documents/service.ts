@@ -2,18 +2,11 @@ import { and, desc, eq, isNull, or, type SQL, sql } from "drizzle-orm";
 import { NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import type { Db } from "../../db/client.js";
-import { isoDateTimeOf, type JsonText, jsonArrayOf } from "../../db/json-rows.js";
-import { prepared } from "../../db/prepared.js";
+import { isoDateTimeOf, type JsonText, jsonArrayOf, organizationList } from "../../db/json-rows.js";
 import { assertRowReturned } from "../../db/returned-row.js";
 import { documentCategory, documents, organizations, projects } from "../../db/schema/index.js";
 import { creationDiff, diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
-import {
-  PROJECT_NOT_FOUND,
-  refuseImpossibleSlug,
-  visibleProjectBySlug,
-  visibleProjectId,
-  visibleProjectsOf,
-} from "../projects/service.js";
+import { visibleProjectId, visibleProjectList, visibleProjectsOf } from "../projects/service.js";
 import type {
   DocumentCategory,
   DocumentLinkInput,
@@ -44,6 +37,8 @@ export type Library = { kind: "team" } | { kind: "project"; slug: string };
 
 export type DocumentFilter = { category?: DocumentCategory | undefined };
 
+type DocumentFilterValues = { category: DocumentCategory | null };
+
 // Newest first: `createdAt` descending, then the latest filed first among documents filed at
 // the same instant.
 const newestFirst = [desc(documents.createdAt), desc(documents.sequence)];
@@ -63,42 +58,27 @@ const libraryOf = (where: SQL | undefined) =>
     orderBy: newestFirst,
   });
 
-const teamLibrary = prepared((db) =>
-  db
-    .select({
-      documents: libraryOf(
-        and(eq(documents.organizationId, organizations.id), isNull(documents.projectId)),
-      ),
-    })
-    .from(organizations)
-    .where(eq(organizations.id, sql.placeholder("organizationId")))
-    .prepare("list_team_documents"),
+const teamLibrary = organizationList<LibraryDocument, DocumentFilterValues>(
+  "list_team_documents",
+  libraryOf(and(eq(documents.organizationId, organizations.id), isNull(documents.projectId))),
 );
 
-const projectLibrary = prepared((db) =>
-  db
-    .select({ documents: libraryOf(eq(documents.projectId, projects.id)) })
-    .from(projects)
-    .where(visibleProjectBySlug)
-    .prepare("list_project_documents"),
+const projectLibrary = visibleProjectList<LibraryDocument, DocumentFilterValues>(
+  "list_project_documents",
+  () => libraryOf(eq(documents.projectId, projects.id)),
 );
 
-/** One query for either library, newest first, as JSON text. */
-export async function listDocuments(
+/** Either library, newest first, as JSON text: one query. */
+export function listDocuments(
   db: Db,
   organizationId: string,
   library: Library,
   filter: DocumentFilter,
 ): Promise<JsonText<LibraryDocument[]>> {
-  const values = { organizationId, category: filter.category ?? null };
-  if (library.kind === "team") {
-    const [organization] = await teamLibrary(db).execute(values);
-    return organization?.documents ?? "[]";
-  }
-  refuseImpossibleSlug(library.slug);
-  const [project] = await projectLibrary(db).execute({ ...values, slug: library.slug });
-  if (project === undefined) throw new NotFound(PROJECT_NOT_FOUND);
-  return project.documents;
+  const values = { category: filter.category ?? null };
+  return library.kind === "team"
+    ? teamLibrary(db, organizationId, values)
+    : projectLibrary(db, organizationId, library.slug, values);
 }
 
 /** Files a link (uploads stay in the application): kind `link`, uploaded by the author. */

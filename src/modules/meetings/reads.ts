@@ -2,14 +2,10 @@ import { and, asc, desc, eq, gte, isNull, lt, lte, or, type Placeholder, sql } f
 import { NotFound } from "../../core/errors.js";
 import { toIsoDateTime } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
+import { isoDateTimeOf, type JsonText, jsonArrayOf, organizationList } from "../../db/json-rows.js";
 import { prepared } from "../../db/prepared.js";
 import { meetings, projects, transcripts } from "../../db/schema/index.js";
-import {
-  itemsOfVisibleProject,
-  refuseImpossibleSlug,
-  visibleProjectBySlug,
-  visibleProjectsOf,
-} from "../projects/service.js";
+import { visibleProjectList, visibleProjectsOf } from "../projects/service.js";
 import type { Meeting, MeetingSummary, Transcript } from "./schemas.js";
 import type { StartsAtRange } from "./starts-at-range.js";
 
@@ -48,7 +44,7 @@ const hasMinutes = sql<boolean>`coalesce(jsonb_path_exists(${meetings.minutes}, 
 const summaryColumns = {
   id: meetings.id,
   title: meetings.title,
-  startsAt: meetings.startsAt,
+  startsAt: isoDateTimeOf(meetings.startsAt),
   durationMinutes: meetings.durationMinutes,
   status: meetings.status,
   locationType: meetings.locationType,
@@ -58,21 +54,6 @@ const summaryColumns = {
 
 // Newest first; the id only breaks ties between meetings starting at the same instant.
 const newestFirst = [desc(meetings.startsAt), asc(meetings.id)];
-
-type SummaryRow = Omit<MeetingSummary, "startsAt"> & { startsAt: Date };
-
-function toSummary(row: SummaryRow): MeetingSummary {
-  return {
-    id: row.id,
-    title: row.title,
-    startsAt: toIsoDateTime(row.startsAt),
-    durationMinutes: row.durationMinutes,
-    status: row.status,
-    locationType: row.locationType,
-    location: row.location,
-    hasMinutes: row.hasMinutes,
-  };
-}
 
 // The window of `from`/`to`: each bound a placeholder, null when absent. A date-only `to` is
 // an exclusive bound (the next midnight), any other an inclusive one (starts-at-range.ts).
@@ -91,49 +72,44 @@ function windowOf(range: StartsAtRange) {
   };
 }
 
-const organizationMeetings = prepared((db) =>
-  db
-    .select(summaryColumns)
-    .from(meetings)
-    .leftJoin(projects, meetingProject)
-    .where(and(visibleMeetingsOf(sql.placeholder("organizationId")), startsAtWithin))
-    .orderBy(...newestFirst)
-    .prepare("list_meetings"),
+type StartsAtWindow = ReturnType<typeof windowOf>;
+
+const organizationMeetings = organizationList<MeetingSummary, StartsAtWindow>(
+  "list_meetings",
+  jsonArrayOf<MeetingSummary>(summaryColumns, {
+    from: sql`${meetings} left join ${projects} on ${meetingProject}`,
+    where: and(visibleMeetingsOf(sql.placeholder("organizationId")), startsAtWithin),
+    orderBy: newestFirst,
+  }),
 );
 
-/** `GET /meetings`: one query. */
-export async function listMeetings(
+/** `GET /meetings`: one query, as JSON text. */
+export function listMeetings(
   db: Db,
   organizationId: string,
   range: StartsAtRange,
-): Promise<MeetingSummary[]> {
-  const rows = await organizationMeetings(db).execute({ organizationId, ...windowOf(range) });
-  return rows.map(toSummary);
+): Promise<JsonText<MeetingSummary[]>> {
+  return organizationMeetings(db, organizationId, windowOf(range));
 }
 
-const projectMeetings = prepared((db) =>
-  db
-    .select({ meeting: summaryColumns })
-    .from(projects)
-    .leftJoin(
-      meetings,
-      and(eq(meetings.projectId, projects.id), eq(meetings.audience, "org"), startsAtWithin),
-    )
-    .where(visibleProjectBySlug)
-    .orderBy(...newestFirst)
-    .prepare("list_project_meetings"),
+const projectMeetings = visibleProjectList<MeetingSummary, StartsAtWindow>(
+  "list_project_meetings",
+  () =>
+    jsonArrayOf<MeetingSummary>(summaryColumns, {
+      from: meetings,
+      where: and(eq(meetings.projectId, projects.id), eq(meetings.audience, "org"), startsAtWithin),
+      orderBy: newestFirst,
+    }),
 );
 
 /** `GET /projects/{slug}/meetings`: one query over the visible project and its meetings. */
-export async function listProjectMeetings(
+export function listProjectMeetings(
   db: Db,
   organizationId: string,
   slug: string,
   range: StartsAtRange,
-): Promise<MeetingSummary[]> {
-  refuseImpossibleSlug(slug);
-  const rows = await projectMeetings(db).execute({ organizationId, slug, ...windowOf(range) });
-  return itemsOfVisibleProject(rows, "meeting").map(toSummary);
+): Promise<JsonText<MeetingSummary[]>> {
+  return projectMeetings(db, organizationId, slug, windowOf(range));
 }
 
 const meetingById = prepared((db) =>
@@ -166,25 +142,27 @@ export async function getMeeting(
 ): Promise<Meeting> {
   const [row] = await meetingById(db).execute({ organizationId, meetingId });
   if (row === undefined) throw new NotFound(MEETING_NOT_FOUND);
-  const { transcriptId, transcriptStatus, notesStatus } = row;
+  const {
+    transcriptId,
+    transcriptStatus,
+    notes,
+    notesStatus,
+    notesSource,
+    hasFullText,
+    ...meeting
+  } = row;
   const transcript =
     transcriptId === null || transcriptStatus === null || notesStatus === null
       ? null
       : {
           id: transcriptId,
           status: transcriptStatus,
-          notes: row.notes,
+          notes,
           notesStatus,
-          notesSource: row.notesSource,
-          hasFullText: row.hasFullText,
+          notesSource,
+          hasFullText,
         };
-  return {
-    ...toSummary(row),
-    description: row.description,
-    minutesText: row.minutesText,
-    minutesUpdatedAt: toIsoDateTime(row.minutesUpdatedAt),
-    transcript,
-  };
+  return { ...meeting, minutesUpdatedAt: toIsoDateTime(meeting.minutesUpdatedAt), transcript };
 }
 
 const transcriptOf = prepared((db) =>

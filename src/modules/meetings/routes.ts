@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
 import { organizationOf, writerOf } from "../../http/auth.js";
-import { ok } from "../../http/envelope.js";
+import { ok, sendJsonData } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { withWriteEffect } from "../change-events/write-effects.js";
 import { getMeeting, getTranscript, listMeetings, listProjectMeetings } from "./reads.js";
@@ -38,8 +38,11 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       querystring: startsAtRangeQuery,
       data: z.array(meetingSummarySchema),
     }),
-    async (request) =>
-      ok(await listMeetings(app.db, organizationOf(request), startsAtRange(request.query))),
+    async (request, reply) =>
+      sendJsonData(
+        reply,
+        await listMeetings(app.db, organizationOf(request), startsAtRange(request.query)),
+      ),
   );
 
   app.get(
@@ -54,8 +57,9 @@ export const meetingRoutes: FastifyPluginAsyncZod = async (app) => {
       querystring: startsAtRangeQuery,
       data: z.array(meetingSummarySchema),
     }),
-    async (request) =>
-      ok(
+    async (request, reply) =>
+      sendJsonData(
+        reply,
         await listProjectMeetings(
           app.db,
           organizationOf(request),

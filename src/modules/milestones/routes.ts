@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
 import { organizationOf } from "../../http/auth.js";
-import { ok } from "../../http/envelope.js";
+import { sendJsonData } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { milestoneSchema } from "./schemas.js";
 import { listMilestones } from "./service.js";
@@ -20,7 +20,10 @@ export const milestoneRoutes: FastifyPluginAsyncZod = async (app) => {
       params: projectSlugParams,
       data: z.array(milestoneSchema),
     }),
-    async (request) =>
-      ok(await listMilestones(app.db, organizationOf(request), request.params.slug)),
+    async (request, reply) =>
+      sendJsonData(
+        reply,
+        await listMilestones(app.db, organizationOf(request), request.params.slug),
+      ),
   );
 };

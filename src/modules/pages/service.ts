@@ -14,7 +14,7 @@ import { creationDiff, diffOf, recordChangeEvent } from "../change-events/servic
 import {
   PROJECT_NOT_FOUND,
   refuseImpossibleSlug,
-  visibleProjectBySlug,
+  visibleProjectList,
   visibleProjectsOf,
 } from "../projects/service.js";
 import { appendBody, convertMarkdown, type StoredBody } from "../rich-text/bodies.js";
@@ -35,10 +35,9 @@ const PAGE_NOT_FOUND = "Not found";
 // its ancestors' and its own sort keys (position, title, creation order), and a path sorts right
 // after its parent's. A page whose parent is outside the project is shown at the top. Only a
 // parent cycle (never written by this service) leaves pages unreached; they are listed last.
-const pageTree = prepared((db) =>
-  db
-    .select({
-      pages: sql<JsonText<PageSummary[]>>`(
+export const listPages = visibleProjectList<PageSummary>(
+  "list_pages",
+  () => sql<JsonText<PageSummary[]>>`(
         with recursive project_pages as (
           select id, parent_id, title, position, sequence, updated_at
           from pages where pages.project_id = projects.id
@@ -62,23 +61,7 @@ const pageTree = prepared((db) =>
           from tree order by tree.unreached, tree.path
         ) r
       )`,
-    })
-    .from(projects)
-    .where(visibleProjectBySlug)
-    .prepare("list_pages"),
 );
-
-/** The visible project's page tree in depth-first pre-order, without bodies, as JSON text. */
-export async function listPages(
-  db: Db,
-  organizationId: string,
-  slug: string,
-): Promise<JsonText<PageSummary[]>> {
-  refuseImpossibleSlug(slug);
-  const [project] = await pageTree(db).execute({ organizationId, slug });
-  if (project === undefined) throw new NotFound(PROJECT_NOT_FOUND);
-  return project.pages;
-}
 
 /** Pages of visible projects only: the project condition is part of every page lookup. */
 function visiblePage(organizationId: string | Placeholder, pageId: string | Placeholder) {

@@ -1,8 +1,8 @@
-import { and, asc, eq, type Placeholder, type SQLWrapper, sql } from "drizzle-orm";
+import { and, asc, eq, type Placeholder, type SQL, type SQLWrapper, sql } from "drizzle-orm";
 import { NotFound } from "../../core/errors.js";
 import { SLUG_PATTERN } from "../../core/values.js";
 import type { Db } from "../../db/client.js";
-import { type JsonText, jsonArrayOf } from "../../db/json-rows.js";
+import { type JsonText, jsonArrayOf, organizationList } from "../../db/json-rows.js";
 import { prepared } from "../../db/prepared.js";
 import { organizations, projects } from "../../db/schema/index.js";
 import type { Project, ProjectDetail } from "./schemas.js";
@@ -25,47 +25,50 @@ export function visibleProjectsOf(organizationId: string | Placeholder | SQLWrap
   return and(eq(projects.organizationId, organizationId), eq(projects.visibility, "org"));
 }
 
-/**
- * The visible project a nested route names, by the placeholders `organizationId` and `slug`:
- * the condition of the one query that reads the project and its collection together.
- */
-export const visibleProjectBySlug = and(
+/** The visible project a nested route names, by the placeholders `organizationId` and `slug`. */
+const visibleProjectBySlug = and(
   visibleProjectsOf(sql.placeholder("organizationId")),
   eq(projects.slug, sql.placeholder("slug")),
 );
 
 /**
- * The items of a visible project's collection, from one query over `projects` left-joined to
- * the collection (its columns under `key`): no row means no such visible project (404); an
- * empty collection comes back as one row whose item is null.
+ * A list of a visible project's, read by one named statement over the project's row (by the
+ * placeholders `organizationId` and `slug`) as `list`'s JSON text: no row means no such visible
+ * project (404). `list` is built per database handle; `values` are its own placeholders.
  */
-export function itemsOfVisibleProject<K extends string, T>(
-  rows: readonly Record<K, T | null>[],
-  key: K,
-): T[] {
-  if (rows.length === 0) throw new NotFound(PROJECT_NOT_FOUND);
-  return rows.flatMap((row) => (row[key] === null ? [] : [row[key]]));
+export function visibleProjectList<T, V extends object = object>(
+  name: string,
+  list: (db: Db) => SQL<JsonText<T[]>>,
+) {
+  const statement = prepared((db) =>
+    db
+      .select({ list: list(db) })
+      .from(projects)
+      .where(visibleProjectBySlug)
+      .prepare(name),
+  );
+  return async (
+    db: Db,
+    organizationId: string,
+    slug: string,
+    values?: V,
+  ): Promise<JsonText<T[]>> => {
+    refuseImpossibleSlug(slug);
+    const [project] = await statement(db).execute({ organizationId, slug, ...values });
+    if (project === undefined) throw new NotFound(PROJECT_NOT_FOUND);
+    return project.list;
+  };
 }
-
-const projectList = prepared((db) =>
-  db
-    .select({
-      projects: jsonArrayOf<Project>(projectColumns, {
-        from: projects,
-        where: visibleProjectsOf(organizations.id),
-        orderBy: [asc(projects.name), asc(projects.slug)],
-      }),
-    })
-    .from(organizations)
-    .where(eq(organizations.id, sql.placeholder("organizationId")))
-    .prepare("list_projects"),
-);
 
 /** The organisation's visible projects by name, as JSON text. */
-export async function listProjects(db: Db, organizationId: string): Promise<JsonText<Project[]>> {
-  const [organization] = await projectList(db).execute({ organizationId });
-  return organization?.projects ?? "[]";
-}
+export const listProjects = organizationList<Project>(
+  "list_projects",
+  jsonArrayOf<Project>(projectColumns, {
+    from: projects,
+    where: visibleProjectsOf(organizations.id),
+    orderBy: [asc(projects.name), asc(projects.slug)],
+  }),
+);
 
 /** A slug of a shape no project has is unknown without asking the database. */
 export function refuseImpossibleSlug(slug: string): void {

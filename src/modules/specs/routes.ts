@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { projectSlugParams } from "../../core/values.js";
 import { organizationOf } from "../../http/auth.js";
-import { ok } from "../../http/envelope.js";
+import { sendJsonData } from "../../http/envelope.js";
 import { apiRoute } from "../../http/route-schema.js";
 import { specSchema } from "./schemas.js";
 import { listSpecs } from "./service.js";
@@ -20,6 +20,7 @@ export const specRoutes: FastifyPluginAsyncZod = async (app) => {
       params: projectSlugParams,
       data: z.array(specSchema),
     }),
-    async (request) => ok(await listSpecs(app.db, organizationOf(request), request.params.slug)),
+    async (request, reply) =>
+      sendJsonData(reply, await listSpecs(app.db, organizationOf(request), request.params.slug)),
   );
 };

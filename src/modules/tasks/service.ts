@@ -2,16 +2,15 @@ import { and, asc, eq, type SQL, sql } from "drizzle-orm";
 import { InvalidRequest, NotFound } from "../../core/errors.js";
 import type { Actor } from "../../core/principal.js";
 import { type Db, rowsOf } from "../../db/client.js";
-import { type JsonText, jsonArrayOf } from "../../db/json-rows.js";
-import { prepared } from "../../db/prepared.js";
+import { jsonArrayOf } from "../../db/json-rows.js";
 import { changeEvents, projects, tasks } from "../../db/schema/index.js";
 import { catalogueEntry } from "../change-events/catalogue.js";
 import { diffOf, isEmptyDiff, recordChangeEvent } from "../change-events/service.js";
 import {
   PROJECT_NOT_FOUND,
   refuseImpossibleSlug,
-  visibleProjectBySlug,
   visibleProjectId,
+  visibleProjectList,
   visibleProjectsOf,
 } from "../projects/service.js";
 import { isCurrentMember } from "../users/service.js";
@@ -21,36 +20,19 @@ import type { NewTask, Task, TaskPatch } from "./schemas.js";
 // private, foreign and malformed ids cannot be told apart.
 const TASK_NOT_FOUND = new NotFound().message;
 
-const taskList = prepared((db) =>
-  db
-    .select({
-      tasks: jsonArrayOf<Task>(
-        {
-          title: tasks.title,
-          status: tasks.status,
-          priority: tasks.priority,
-          targetDate: tasks.dueDate,
-          description: tasks.description,
-        },
-        { from: tasks, where: eq(tasks.projectId, projects.id), orderBy: [asc(tasks.sequence)] },
-      ),
-    })
-    .from(projects)
-    .where(visibleProjectBySlug)
-    .prepare("list_tasks"),
-);
-
 /** One query: the visible project's tasks in creation order (oldest first), as JSON text. */
-export async function listTasks(
-  db: Db,
-  organizationId: string,
-  slug: string,
-): Promise<JsonText<Task[]>> {
-  refuseImpossibleSlug(slug);
-  const [project] = await taskList(db).execute({ organizationId, slug });
-  if (project === undefined) throw new NotFound(PROJECT_NOT_FOUND);
-  return project.tasks;
-}
+export const listTasks = visibleProjectList<Task>("list_tasks", () =>
+  jsonArrayOf<Task>(
+    {
+      title: tasks.title,
+      status: tasks.status,
+      priority: tasks.priority,
+      targetDate: tasks.dueDate,
+      description: tasks.description,
+    },
+    { from: tasks, where: eq(tasks.projectId, projects.id), orderBy: [asc(tasks.sequence)] },
+  ),
+);
 
 /**
  * The task's writable columns under their TaskPatch names, which are also the columns' SQL
