@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 // Both maps are bounded; past the bound the oldest entry goes, which at worst costs a lookup.
 const MAX_ADDRESSES = 100_000;
@@ -13,7 +13,7 @@ function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
   map.set(key, value);
 }
 
-const digestOf = (token: string) => createHash("sha256").update(token).digest("base64url");
+const digestOf = (token: string) => hash("sha256", token, "base64url");
 
 /**
  * Lets the rate limiter charge an address past its budget without looking its token up, so

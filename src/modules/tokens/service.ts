@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import { and, eq, isNull, lte, sql } from "drizzle-orm";
 import type { Principal } from "../../core/principal.js";
 import { isScope, type Scope } from "../../core/scopes.js";
@@ -12,7 +12,8 @@ const TOKEN_PREFIX = "svc_live_";
 const TOKEN_PATTERN = /^svc_live_[A-Za-z0-9_-]{43}$/;
 
 export function hashSecret(value: string): string {
-  return createHash("sha256").update(value).digest("hex");
+  // The one-shot form: no Hash object per request, about a third of the time for a token.
+  return hash("sha256", value, "hex");
 }
 
 function generateToken(): string {
