@@ -100,6 +100,18 @@ describe("a principal kept in memory", () => {
     }
   });
 
+  it("answers /me with the organisation's new name on both once it is renamed", async () => {
+    const token = await mintToken(a.db, fixtures.acme);
+    const nameOn = async (t: TestApp) =>
+      (await api(t.app, "GET", "/api/v1/me", { token })).body.data.organization.name;
+    expect(await nameOn(a)).toBe(await nameOn(b));
+    await a.db.execute(
+      sql`update organizations set name = 'Acme Renamed' where id = ${fixtures.acme.organization.id}`,
+    );
+    await eventually(async () => (await nameOn(a)) === "Acme Renamed");
+    await eventually(async () => (await nameOn(b)) === "Acme Renamed");
+  });
+
   it("is not trusted after the instance may have missed a change", async () => {
     const { id, token } = await createToken(a.db, systemAudit, {
       organizationId: fixtures.acme.organization.id,

@@ -10,3 +10,5 @@ export const meSchema = z
       .describe("For an OAuth-issued token, the id of the addon's client record; else null"),
   })
   .meta({ id: "Me" });
+
+export type Me = z.infer<typeof meSchema>;
