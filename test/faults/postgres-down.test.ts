@@ -61,7 +61,9 @@ afterAll(async () => {
 });
 
 const tasksUrl = () => `${service.url}/api/v1/projects/rover/tasks`;
-const readTasks = () => call(tasksUrl(), { token });
+let reads = 0;
+// A URL each, so that every read misses the read cache and needs the database.
+const readTasks = () => call(`${tasksUrl()}?read=${reads++}`, { token });
 const writeTask = (title: string) => call(tasksUrl(), { token, body: { title } });
 
 function expectUnavailable(answer: Answer): void {
