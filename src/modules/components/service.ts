@@ -11,21 +11,17 @@ import type { Component } from "./schemas.js";
  * version. Ordered by name, then slug (unique within a project).
  */
 export const listComponents = visibleProjectList<Component>("list_components", (db) => {
+  // No published version leaves the lateral join's row, and so `latest`, null.
   const latest = latestPublished(db, componentLineage, components.id, {
-    version: componentVersions.version,
-    status: componentVersions.status,
-    lifecycleStage: componentVersions.lifecycleStage,
-    healthStatus: componentVersions.healthStatus,
+    object: jsonObjectOf({
+      version: componentVersions.version,
+      status: componentVersions.status,
+      lifecycleStage: componentVersions.lifecycleStage,
+      healthStatus: componentVersions.healthStatus,
+    }).as("object"),
   }).as("latest");
-  // Every column of a stored version is NOT NULL: a null version means none is published.
-  const latestVersion = sql`case when ${latest.version} is null then null else ${jsonObjectOf({
-    version: latest.version,
-    status: latest.status,
-    lifecycleStage: latest.lifecycleStage,
-    healthStatus: latest.healthStatus,
-  })} end`;
   return jsonArrayOf<Component>(
-    { slug: components.slug, name: components.name, kind: components.kind, latest: latestVersion },
+    { slug: components.slug, name: components.name, kind: components.kind, latest: latest.object },
     {
       from: sql`${components} left join lateral ${latest} on true`,
       where: eq(components.projectId, projects.id),

@@ -11,20 +11,16 @@ import type { Spec } from "./schemas.js";
  * (drafts never leave the database). Ordered by name, then slug (unique within a project).
  */
 export const listSpecs = visibleProjectList<Spec>("list_specs", (db) => {
+  // No published version leaves the lateral join's row, and so `latest`, null; a published
+  // value may itself be JSON null.
   const latest = latestPublished(db, specLineage, specs.id, {
-    version: specVersions.version,
-    status: specVersions.status,
-    value: specVersions.value,
-    publishedAt: specVersions.publishedAt,
+    object: jsonObjectOf({
+      version: specVersions.version,
+      status: specVersions.status,
+      value: specVersions.value,
+      publishedAt: isoDateTimeOf(specVersions.publishedAt),
+    }).as("object"),
   }).as("latest");
-  // `version` is never null on a stored version, so null means no published version; the
-  // value alone cannot tell, since a published value may be JSON null.
-  const latestVersion = sql`case when ${latest.version} is null then null else ${jsonObjectOf({
-    version: latest.version,
-    status: latest.status,
-    value: latest.value,
-    publishedAt: isoDateTimeOf(latest.publishedAt),
-  })} end`;
   return jsonArrayOf<Spec>(
     {
       slug: specs.slug,
@@ -32,7 +28,7 @@ export const listSpecs = visibleProjectList<Spec>("list_specs", (db) => {
       kind: specs.kind,
       units: specs.units,
       valueType: specs.valueType,
-      latest: latestVersion,
+      latest: latest.object,
     },
     {
       from: sql`${specs} left join lateral ${latest} on true`,
