@@ -3,9 +3,13 @@ const MAX_GROUP = 500;
 type Waiting<T, R> = { item: T; resolve: (result: R) => void; reject: (error: unknown) => void };
 
 /**
- * Group commit: an item goes at once when no run is in flight, else with the others that arrive
- * meanwhile, in the next run (never two of one key). `run` answers one result per item, in order;
- * if it fails, every item of its run fails.
+ * Group commit: an item goes in the next turn of the event loop when no run is in flight, else
+ * with the others that arrive meanwhile, in the next run (never two of one key). `run` answers one
+ * result per item, in order; if it fails, every item of its run fails.
+ *
+ * The turn lets the callbacks already due join the first run: PGlite runs a statement on this
+ * thread, so nothing else arrives while it is in flight, and without the turn every item went
+ * alone (bench/RESULTS.md, the embedded pipeline).
  */
 export function grouped<T, R>(
   run: (items: T[]) => Promise<R[]>,
@@ -27,7 +31,6 @@ export function grouped<T, R>(
   };
 
   const drain = async () => {
-    running = true;
     try {
       for (let group = nextGroup(); group.length > 0; group = nextGroup()) {
         try {
@@ -45,6 +48,8 @@ export function grouped<T, R>(
   return (item) =>
     new Promise<R>((resolve, reject) => {
       waiting.push({ item, resolve, reject });
-      if (!running) void drain();
+      if (running) return;
+      running = true;
+      setImmediate(drain);
     });
 }
