@@ -25,6 +25,14 @@ const EMBEDDED_SETTINGS = [
   "default_text_search_config = 'pg_catalog.english'",
 ];
 
+/**
+ * PGlite's WebAssembly keeps V8's baseline code: the optimising pass cost start time and memory
+ * for no faster queries (docs/architecture.md, "Embedded database"). Set at run time,
+ * `--liftoff-only` alone holds on Node 20 but not on Node 24, whose V8 tiers up unless the flags
+ * it implies on the command line are set as well.
+ */
+export const BASELINE_WASM_ONLY = "--liftoff-only --no-wasm-tier-up --no-wasm-dynamic-tiering";
+
 /** A fresh database directory starts from the template, when there is one. */
 function startFromTemplate(dir: string, template: string): void {
   if (existsSync(dir) || !existsSync(path.join(template, "PG_VERSION"))) return;
@@ -40,9 +48,7 @@ export async function openPglite(
   /** What a fresh `dir` starts from; null runs initdb. */
   options: { template?: string | null } = {},
 ): Promise<Database> {
-  // PGlite's WebAssembly keeps V8's baseline code: the optimising pass cost start time and
-  // memory for no faster queries (docs/architecture.md, "Embedded database").
-  setFlagsFromString("--liftoff-only");
+  setFlagsFromString(BASELINE_WASM_ONLY);
   const [{ PGlite }, { drizzle }, { migrate }] = await Promise.all([
     import("@electric-sql/pglite"),
     import("drizzle-orm/pglite"),
